@@ -1,0 +1,1 @@
+"""Helpers shared by hermitcrab's MCP servers (and nothing else of ours)."""

@@ -1,0 +1,28 @@
+"""Resolve user-given paths inside a set of roots, refusing anything that leads out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class PathOutsideRoots(ValueError):
+    """The path is absolute outside the roots, climbs out with `..`, or is a symlink that leads out."""
+
+
+def resolve_inside(path: str, roots: Sequence[Path]) -> Path:
+    """Return the real path of `path` (relative to the first root) if it lies inside one of `roots`."""
+    if not roots:
+        raise PathOutsideRoots("no roots are configured")
+    if "\x00" in path:
+        raise PathOutsideRoots("path contains a NUL byte")
+    real_roots = [root.resolve() for root in roots]
+    candidate = Path(path).expanduser()
+    if not candidate.is_absolute():
+        candidate = real_roots[0] / candidate
+    resolved = candidate.resolve()
+    for root in real_roots:
+        if resolved == root or resolved.is_relative_to(root):
+            return resolved
+    shown = ", ".join(str(root) for root in real_roots)
+    raise PathOutsideRoots(f"{path!r} is outside the allowed roots ({shown})")
