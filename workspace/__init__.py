@@ -1,0 +1,1 @@
+"""Default persona files, copied into a new home by `hermitcrab init`."""

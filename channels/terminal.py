@@ -1,0 +1,37 @@
+"""The terminal channel: replies rendered with rich, tool activity shown briefly, questions as prompts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.markdown import Markdown
+
+from hermitcrab.host.events import Target
+
+from .base import register
+
+TERMINAL = Target(channel="terminal", conversation="console", user="you")
+
+
+class TerminalChannel:
+    """Prints replies as Markdown; `hermitcrab chat` reads the user's lines and submits them as events."""
+
+    name = "terminal"
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console()
+
+    async def send(self, target: Target, text: str) -> None:
+        self.console.print(Markdown(text))
+
+    async def typing(self, target: Target) -> None:
+        self.console.print("[dim]…thinking[/dim]")
+
+    def tool_activity(self, name: str, arguments: dict[str, Any]) -> None:
+        shown = json.dumps(arguments, ensure_ascii=False)
+        self.console.print(f"[dim]  ↳ {name} {shown[:100]}{'…' if len(shown) > 100 else ''}[/dim]")
+
+
+register("terminal", TerminalChannel)

@@ -1,0 +1,70 @@
+"""The agent: builds the system prompt for an event and runs one turn in the event's session."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.resources import files
+from zoneinfo import ZoneInfo
+
+from .config import Settings
+from .events import Event
+from .host_tools import Conversation, HostToolbox
+from .loop import Activity, TurnResult, run_turn
+from .persona import PersonaFile, load_persona, render_persona
+from .pool import McpPool
+from .providers.base import Provider
+from .session import Session, SessionStore
+
+SYSTEM_TEMPLATE = files("hermitcrab.host").joinpath("system_prompt.md").read_text(encoding="utf-8")
+
+Clock = Callable[[], dt.datetime]
+
+
+@dataclass
+class Agent:
+    """Everything a turn needs, wired once by the CLI."""
+
+    settings: Settings
+    provider: Provider
+    pool: McpPool | None
+    store: SessionStore
+    clock: Clock = field(default=lambda: dt.datetime.now().astimezone())
+    last_persona: dict[str, list[PersonaFile]] = field(default_factory=dict)
+    last_context_chars: dict[str, int] = field(default_factory=dict)
+
+    def now(self) -> dt.datetime:
+        zone = self.settings.agent.timezone
+        return self.clock().astimezone(ZoneInfo(zone)) if zone else self.clock()
+
+    def system_prompt(self, event: Event, toolbox: HostToolbox) -> str:
+        now = self.now()
+        persona = load_persona(self.settings.workspace, today=now.date(), main_session=event.session_key == "main")
+        self.last_persona[event.session_key] = persona
+        return SYSTEM_TEMPLATE.format(
+            now=now.strftime("%A %Y-%m-%d %H:%M"),
+            timezone=now.tzname() or "local time",
+            channel=event.target.channel,
+            session=event.session_key,
+            tools=", ".join(spec.name for spec in toolbox.specs()),
+            persona=render_persona(persona),
+        )
+
+    def session(self, key: str) -> Session:
+        return self.store.open(key)
+
+    async def respond(self, event: Event, conversation: Conversation, on_tool: Activity | None = None) -> TurnResult:
+        toolbox = HostToolbox(self.pool, conversation)
+        session = self.session(event.session_key)
+        result = await run_turn(
+            provider=self.provider,
+            toolbox=toolbox,
+            session=session,
+            system=self.system_prompt(event, toolbox),
+            user_text=event.text,
+            settings=self.settings.agent,
+            on_tool=on_tool,
+        )
+        self.last_context_chars[event.session_key] = result.context_chars
+        return result

@@ -1,0 +1,28 @@
+"""The `hermitcrab` command: a thin typer layer over the host library, one command group per module."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ..errors import HermitcrabError
+from . import ask, chat, doctor, init, mcp_config
+
+app = typer.Typer(
+    help="hermitcrab: a self-hosted personal AI assistant living in swappable MCP servers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+for module in (chat, ask, init, doctor, mcp_config):
+    module.register(app)
+
+
+def main() -> None:
+    """Console-script entry: domain errors become one clear message on stderr and exit code 1."""
+    try:
+        app()
+    except HermitcrabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,59 @@
+"""`hermitcrab ask "message"`: one turn in the main session; only the final reply goes to stdout."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import typer
+
+from ..config import Settings, load_settings
+from ..events import Event, Target
+from ..gateway import Gateway
+from .runtime import open_agent, setup_logging
+
+CLI = Target(channel="cli", conversation="cli", user="cli")
+
+
+class CliChannel:
+    """Messages and questions go to stderr so stdout carries only the final reply; answers come from stdin."""
+
+    name = "cli"
+
+    async def send(self, target: Target, text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    async def typing(self, target: Target) -> None:
+        return None
+
+    async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
+        options = f" [{' / '.join(choices)}]" if choices else ""
+        print(f"? {question}{options}", file=sys.stderr, flush=True)
+        line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+        return line.strip() or None
+
+
+def ask(
+    message: str = typer.Argument(..., help="What to ask the agent."),
+    mcp_config: Path | None = typer.Option(None, "--mcp-config", help="Claude Desktop JSON whose mcpServers replace the configured ones."),
+    session: str = typer.Option("main", help="Session key to run the turn in."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress to stderr."),
+) -> None:
+    """Run one turn and print the agent's final reply (nothing when it replies NO_REPLY)."""
+    setup_logging(verbose)
+    settings = load_settings(mcp_config=mcp_config)
+    reply = anyio.run(_ask, settings, Event("message", message, CLI, session_key=session))
+    if reply:
+        typer.echo(reply)
+
+
+async def _ask(settings: Settings, event: Event) -> str | None:
+    async with open_agent(settings) as agent:
+        gateway = Gateway(agent, {"cli": CliChannel()}, ask_timeout_s=settings.agent.ask_timeout_s)
+        return await gateway.process(event, deliver=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(ask)

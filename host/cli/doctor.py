@@ -1,0 +1,125 @@
+"""`hermitcrab doctor`: check the config, the provider, every MCP server, and optional system tools."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import httpx
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..config import ProviderProfile, Settings, load_settings
+from ..errors import ConfigError
+from ..persona import BOOTSTRAP_ORDER
+from ..pool import McpPool
+
+console = Console()
+
+
+@dataclass(frozen=True)
+class Check:
+    area: str
+    name: str
+    ok: bool
+    detail: str
+    fatal: bool = True
+
+
+def doctor(
+    mcp_config: Path | None = typer.Option(None, "--mcp-config", help="Check the servers of this Claude Desktop JSON instead."),
+) -> None:
+    """Check configuration, provider reachability and each MCP server's start-up and tool list."""
+    try:
+        settings = load_settings(mcp_config=mcp_config)
+    except ConfigError as exc:
+        console.print(f"[red]config error:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    checks = anyio.run(run_checks, settings)
+    table = Table("", "area", "check", "detail")
+    for check in checks:
+        mark = "[green]ok[/green]" if check.ok else ("[red]FAIL[/red]" if check.fatal else "[yellow]warn[/yellow]")
+        table.add_row(mark, check.area, check.name, check.detail)
+    console.print(table)
+    if any(not c.ok and c.fatal for c in checks):
+        raise typer.Exit(1)
+
+
+async def run_checks(settings: Settings) -> list[Check]:
+    checks = [_home_check(settings), *_workspace_checks(settings)]
+    if not settings.providers:
+        checks.append(Check("provider", "configured", False, settings_help(settings)))
+    async with httpx.AsyncClient() as client:
+        for profile in settings.providers:
+            checks.append(await _provider_check(client, profile))
+    checks.extend(await _server_checks(settings))
+    checks.append(_optional_tool("bwrap", "exec sandbox", "apt-get install bubblewrap (commands run unsandboxed without it)"))
+    checks.append(_optional_tool("chromium", "browser", "apt-get install chromium (needed by the browser server)"))
+    return checks
+
+
+def settings_help(settings: Settings) -> str:
+    try:
+        settings.require_provider()
+    except ConfigError as exc:
+        return str(exc)
+    return ""
+
+
+def _home_check(settings: Settings) -> Check:
+    exists = settings.config_file.exists()
+    detail = str(settings.config_file) if exists else f"{settings.config_file} missing: run `hermitcrab init`"
+    return Check("home", "config.toml", exists, detail, fatal=False)
+
+
+def _workspace_checks(settings: Settings) -> list[Check]:
+    missing = [name for name in BOOTSTRAP_ORDER if name != "BOOTSTRAP.md" and not (settings.workspace / name).exists()]
+    detail = "all persona files present" if not missing else f"missing {', '.join(missing)}: run `hermitcrab init`"
+    return [Check("workspace", str(settings.workspace), not missing, detail, fatal=False)]
+
+
+async def _provider_check(client: httpx.AsyncClient, profile: ProviderProfile) -> Check:
+    if profile.kind == "anthropic":
+        url, headers = f"{profile.base_url}/v1/models", {"x-api-key": profile.api_key or "", "anthropic-version": "2023-06-01"}
+    else:
+        url, headers = f"{profile.base_url}/models", {"Authorization": f"Bearer {profile.api_key}"} if profile.api_key else {}
+    try:
+        response = await client.get(url, headers=headers, timeout=10)
+    except httpx.HTTPError as exc:
+        return Check("provider", profile.label, False, f"cannot reach {profile.base_url}: {type(exc).__name__}")
+    if response.status_code in (401, 403):
+        return Check("provider", profile.label, False, f"{profile.base_url} rejected the API key (HTTP {response.status_code})")
+    ok = response.status_code < 500
+    return Check("provider", profile.label, ok, f"{profile.base_url} answered HTTP {response.status_code}")
+
+
+async def _server_checks(settings: Settings) -> list[Check]:
+    if not settings.servers:
+        return [Check("mcp", "servers", False, "no mcpServers configured: the agent has no tools", fatal=False)]
+    logs = settings.state / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with (logs / "doctor-servers.log").open("w", encoding="utf-8") as errlog:
+        async with McpPool(settings.servers, startup_timeout_s=30, errlog=errlog) as pool:
+            return [
+                Check(
+                    "mcp",
+                    name,
+                    handle.ready,
+                    f"{len(handle.tools)} tools: {', '.join(t.name for t in handle.tools)[:120]}"
+                    if handle.ready
+                    else f"did not start: {handle.last_error or 'timed out'}",
+                )
+                for name, handle in pool.handles.items()
+            ]
+
+
+def _optional_tool(binary: str, area: str, hint: str) -> Check:
+    path = shutil.which(binary)
+    return Check(area, binary, path is not None, path or f"not installed: {hint}", fatal=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(doctor)

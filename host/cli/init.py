@@ -1,0 +1,58 @@
+"""`hermitcrab init`: create the home, copy persona templates (never overwriting) and write config.toml."""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib.resources import files
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from ..config import home_dir
+from .servers import OWN_SERVERS, find_script, server_args
+
+console = Console()
+
+
+def init() -> None:
+    """Create ~/.hermitcrab (or $HERMITCRAB_HOME) with a workspace of persona files and a commented config.toml."""
+    home = home_dir(os.environ)
+    workspace = home / "workspace"
+    (workspace / "memory").mkdir(parents=True, exist_ok=True)
+    (home / "state").mkdir(parents=True, exist_ok=True)
+    for template in sorted(files("hermitcrab.workspace").iterdir(), key=lambda t: t.name):
+        if not template.name.endswith(".md"):
+            continue
+        target = workspace / template.name
+        if target.exists():
+            console.print(f"[dim]kept[/dim]    {target}")
+            continue
+        target.write_text(template.read_text(encoding="utf-8"), encoding="utf-8")
+        console.print(f"[green]created[/green] {target}")
+    config = home / "config.toml"
+    if config.exists():
+        console.print(f"[dim]kept[/dim]    {config}")
+    else:
+        config.write_text(render_config(home), encoding="utf-8")
+        console.print(f"[green]created[/green] {config}")
+    console.print("\nNext: set a provider (e.g. [bold]export OPENAI_API_KEY=...[/bold]), run [bold]hermitcrab doctor[/bold], "
+                  "then [bold]hermitcrab chat[/bold].")
+
+
+def render_config(home: Path) -> str:
+    template = files("hermitcrab.host").joinpath("config_template.toml").read_text(encoding="utf-8")
+    blocks = []
+    for name, script in OWN_SERVERS.items():
+        path = find_script(script)
+        prefix = "" if path else "# (not installed) "
+        blocks.append(
+            f"{prefix}[mcpServers.{name}]\n{prefix}command = {json.dumps(path or script)}\n"
+            f"{prefix}args = {json.dumps(server_args(name, home))}\n"
+        )
+    return template.replace("{servers}", "\n".join(blocks))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(init)

@@ -1,0 +1,37 @@
+"""Wire the concrete pieces (providers, MCP pool, sessions) into an Agent for the CLI commands."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+
+from ..agent import Agent
+from ..config import Settings
+from ..pool import McpPool
+from ..providers import FailoverProvider, create
+from ..session import SessionStore
+
+
+def setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+@asynccontextmanager
+async def open_agent(settings: Settings) -> AsyncIterator[Agent]:
+    """Start the MCP servers and an HTTP client; close both when the block ends."""
+    profiles = settings.require_provider()
+    logs = settings.state / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with (logs / "servers.log").open("a", encoding="utf-8") as errlog:
+        async with httpx.AsyncClient() as client, McpPool(settings.servers, errlog=errlog) as pool:
+            provider = FailoverProvider([create(profile, client) for profile in profiles])
+            yield Agent(settings, provider, pool, SessionStore(settings.state / "sessions"))

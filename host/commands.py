@@ -1,0 +1,67 @@
+"""Slash commands that work in every channel: /new, /reset, /status, /context, /help."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from .agent import Agent
+from .events import Event
+from .persona import load_persona
+
+Command = Callable[[Agent, Event], Awaitable[str]]
+
+
+async def new_session(agent: Agent, event: Event) -> str:
+    session = agent.store.new(event.session_key)
+    return f"Started a new session ({session.id})."
+
+
+async def status(agent: Agent, event: Event) -> str:
+    session = agent.session(event.session_key)
+    usage = session.usage
+    context = agent.last_context_chars.get(event.session_key)
+    context_text = f"~{context // 4:,} tokens ({context:,} chars)" if context else "not measured yet (no turn so far)"
+    servers = agent.pool.handles.values() if agent.pool else []
+    server_text = ", ".join(f"{h.config.name} {'up' if h.ready else 'down'}" for h in servers) or "none"
+    return "\n".join(
+        [
+            f"Model: {agent.provider.label}",
+            f"Session: {event.session_key} ({session.id})",
+            f"Tokens used: {usage.input_tokens:,} in / {usage.output_tokens:,} out",
+            f"Context: {context_text}",
+            f"MCP servers: {server_text}",
+        ]
+    )
+
+
+async def context(agent: Agent, event: Event) -> str:
+    persona = agent.last_persona.get(event.session_key) or load_persona(
+        agent.settings.workspace, today=agent.now().date(), main_session=event.session_key == "main"
+    )
+    lines = ["Bootstrap files injected:"]
+    for file in persona:
+        if file.missing:
+            lines.append(f"- {file.name}: missing")
+        else:
+            cut = f", truncated to {len(file.text):,}" if file.truncated else ""
+            lines.append(f"- {file.name}: {file.chars:,} chars{cut}")
+    lines.append(f"Total: {sum(len(f.text) for f in persona):,} chars")
+    return "\n".join(lines)
+
+
+async def help_text(agent: Agent, event: Event) -> str:
+    return "Commands: " + ", ".join(sorted(COMMANDS))
+
+
+COMMANDS: dict[str, Command] = {
+    "/new": new_session,
+    "/reset": new_session,
+    "/status": status,
+    "/context": context,
+    "/help": help_text,
+}
+
+
+def find_command(text: str) -> Command | None:
+    words = text.strip().split()
+    return COMMANDS.get(words[0].lower()) if words else None

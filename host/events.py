@@ -1,0 +1,42 @@
+"""The contract between the host and channel adapters: an Event coming in, a Channel to answer on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+EventKind = Literal["message", "heartbeat", "cron", "webhook", "subagent", "server"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where replies go: a channel name plus the conversation id inside that channel."""
+
+    channel: str
+    conversation: str
+    user: str | None = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """One trigger for the agent: a user message, a timer, a webhook call, a server event."""
+
+    kind: EventKind
+    text: str
+    target: Target
+    session_key: str = "main"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class Channel(Protocol):
+    """What a channel adapter offers the host; it knows nothing about models or tools."""
+
+    name: str
+
+    async def send(self, target: Target, text: str) -> None:
+        """Deliver `text` to the conversation; raise if delivery failed."""
+        ...
+
+    async def typing(self, target: Target) -> None:
+        """Show that the agent is working, where the IM supports it."""
+        ...

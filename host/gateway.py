@@ -1,0 +1,147 @@
+"""The gateway: events in, one FIFO worker per session, replies and questions out through channels."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import anyio
+from anyio.abc import ObjectReceiveStream, TaskGroup
+from anyio.streams.memory import MemoryObjectSendStream
+
+from .agent import Agent
+from .commands import find_command
+from .events import Channel, Event, Target
+from .loop import Activity
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Question:
+    answered: anyio.Event
+    answer: str | None = None
+
+
+class BoundConversation:
+    """What the host tools of one turn see: ask this event's user, send to this or another conversation."""
+
+    def __init__(self, gateway: Gateway, target: Target) -> None:
+        self.gateway = gateway
+        self.target = target
+
+    async def ask(self, question: str, choices: Sequence[str] | None = None) -> str | None:
+        return await self.gateway.ask(self.target, question, choices)
+
+    async def send(self, text: str, channel: str | None = None, to: str | None = None) -> None:
+        target = replace(self.target, channel=channel or self.target.channel, conversation=to or self.target.conversation)
+        await self.gateway.deliver(target, text)
+
+
+class Gateway:
+    """Routes each event to its session's queue; a pending `ask_user` question takes the next message instead."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        channels: Mapping[str, Channel],
+        *,
+        ask_timeout_s: float,
+        on_tool: Activity | None = None,
+    ) -> None:
+        self.agent = agent
+        self.channels = dict(channels)
+        self.ask_timeout_s = ask_timeout_s
+        self.on_tool = on_tool
+        self.failures = 0
+        self._questions: dict[tuple[str, str], _Question] = {}
+        self._queues: dict[str, MemoryObjectSendStream[Event]] = {}
+        self._group: TaskGroup | None = None
+
+    async def serve(self) -> None:
+        """Run session workers until cancelled; `submit` may be called from any task meanwhile."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            await anyio.sleep_forever()
+
+    async def submit(self, event: Event) -> None:
+        """Accept an event: an answer to a pending question, or work queued for its session."""
+        question = self._questions.get(_conversation(event.target))
+        if question is not None and event.kind == "message":
+            question.answer = event.text
+            question.answered.set()
+            return
+        if self._group is None:
+            raise RuntimeError("Gateway.serve() is not running")
+        queue = self._queues.get(event.session_key)
+        if queue is None:
+            send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=100)
+            self._queues[event.session_key] = queue = send
+            self._group.start_soon(self._worker, receive)
+        await queue.send(event)
+
+    async def process(self, event: Event, *, deliver: bool = True) -> str | None:
+        """Run one event to completion and deliver its reply (unless told not to); returns the reply."""
+        command = find_command(event.text) if event.kind == "message" else None
+        if command is not None:
+            reply: str | None = await command(self.agent, event)
+        else:
+            channel = self.channels.get(event.target.channel)
+            if channel is not None:
+                await channel.typing(event.target)
+            result = await self.agent.respond(event, BoundConversation(self, event.target), self.on_tool)
+            reply = result.reply
+        if reply and deliver:
+            await self.deliver(event.target, reply)
+        return reply
+
+    def waiting_for_answer(self, target: Target) -> bool:
+        return _conversation(target) in self._questions
+
+    async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
+        """Put a question to the conversation's user; their next message (or the channel's own prompt) answers."""
+        channel = self.channels.get(target.channel)
+        own_prompt = getattr(channel, "ask", None)
+        if own_prompt is not None:
+            with anyio.move_on_after(self.ask_timeout_s):
+                answer: str | None = await own_prompt(target, question, choices)
+                return answer
+            return None
+        key = _conversation(target)
+        pending = _Question(anyio.Event())
+        self._questions[key] = pending
+        try:
+            text = question if not choices else f"{question}\n" + "\n".join(f"  - {choice}" for choice in choices)
+            await self.deliver(target, text)
+            with anyio.move_on_after(self.ask_timeout_s):
+                await pending.answered.wait()
+        finally:
+            self._questions.pop(key, None)
+        return pending.answer
+
+    async def deliver(self, target: Target, text: str) -> None:
+        channel = self.channels.get(target.channel)
+        if channel is None:
+            raise LookupError(f"no channel named {target.channel!r}")
+        await channel.send(target, text)
+
+    async def _worker(self, queue: ObjectReceiveStream[Event]) -> None:
+        async with queue:
+            async for event in queue:
+                try:
+                    await self.process(event)
+                except Exception as exc:  # per-event guard: one failed turn must not stop the session
+                    self.failures += 1
+                    logger.exception("turn failed for session %s", event.session_key)
+                    await self._report_failure(event, exc)
+
+    async def _report_failure(self, event: Event, exc: Exception) -> None:
+        try:
+            await self.deliver(event.target, f"Sorry, that turn failed: {exc}")
+        except Exception:  # the channel itself is broken; the failure is already logged above
+            logger.exception("could not report the failure to %s", event.target)
+
+
+def _conversation(target: Target) -> tuple[str, str]:
+    return (target.channel, target.conversation)

@@ -1,0 +1,87 @@
+"""The host's only built-in tools, `ask_user` and `message`, which act on the conversation itself."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from .pool import McpPool, ToolOutcome, current_asker
+from .providers.base import ToolSpec
+
+ASK_USER = ToolSpec(
+    "ask_user",
+    "Ask the user a question and wait for the answer. Use it when you cannot go on without a decision or a "
+    "missing fact; do not use it for small talk. Returns the user's answer, or says that none came in time.",
+    {
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "description": "The question, self-contained."},
+            "choices": {"type": "array", "items": {"type": "string"}, "description": "Optional answers to offer."},
+        },
+        "required": ["question"],
+    },
+)
+MESSAGE = ToolSpec(
+    "message",
+    "Send a message to the user right now, before the turn ends (progress on long work, or a note to another "
+    "conversation). The final reply is delivered anyway: do not repeat it here.",
+    {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "description": "The message to send."},
+            "channel": {"type": "string", "description": "Channel name; defaults to the current one."},
+            "to": {"type": "string", "description": "Conversation id in that channel; defaults to the current one."},
+        },
+        "required": ["text"],
+    },
+)
+
+
+class Conversation(Protocol):
+    """The conversation a turn belongs to, as the gateway exposes it to tools."""
+
+    async def ask(self, question: str, choices: Sequence[str] | None = None) -> str | None: ...
+
+    async def send(self, text: str, channel: str | None = None, to: str | None = None) -> None: ...
+
+
+class HostToolbox:
+    """MCP tools from the pool plus `ask_user` and `message`, bound to one conversation."""
+
+    def __init__(self, pool: McpPool | None, conversation: Conversation) -> None:
+        self.pool = pool
+        self.conversation = conversation
+
+    def specs(self) -> list[ToolSpec]:
+        mcp_specs = self.pool.tool_specs() if self.pool else []
+        return [*(spec for spec in mcp_specs if spec.name not in {"ask_user", "message"}), ASK_USER, MESSAGE]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        if name == ASK_USER.name:
+            return await self._ask_user(arguments)
+        if name == MESSAGE.name:
+            return await self._message(arguments)
+        if self.pool is None:
+            return ToolOutcome(f"unknown tool {name!r}", True)
+        token = current_asker.set(self.conversation.ask)
+        try:
+            return await self.pool.call(name, arguments)
+        finally:
+            current_asker.reset(token)
+
+    async def _ask_user(self, arguments: dict[str, Any]) -> ToolOutcome:
+        question = arguments.get("question")
+        if not isinstance(question, str) or not question.strip():
+            return ToolOutcome("ask_user needs a non-empty 'question' string", True)
+        choices = arguments.get("choices")
+        answer = await self.conversation.ask(question, choices if isinstance(choices, list) else None)
+        if answer is None:
+            return ToolOutcome("The user did not answer (timed out or no one can be asked here).", True)
+        return ToolOutcome(answer)
+
+    async def _message(self, arguments: dict[str, Any]) -> ToolOutcome:
+        text = arguments.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return ToolOutcome("message needs a non-empty 'text' string", True)
+        await self.conversation.send(text, arguments.get("channel"), arguments.get("to"))
+        return ToolOutcome("sent")

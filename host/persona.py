@@ -1,0 +1,72 @@
+"""Read the persona bootstrap files from the workspace, every turn, within a character budget."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+from .text import cut_middle
+
+BOOTSTRAP_ORDER = ("AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md")
+SUBAGENT_FILES = frozenset({"AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md"})
+OPTIONAL_FILES = frozenset({"BOOTSTRAP.md"})
+MAX_FILE_CHARS = 20_000
+MAX_TOTAL_CHARS = 150_000
+
+
+@dataclass(frozen=True)
+class PersonaFile:
+    """One injected file; `chars` is its size on disk, `text` what was injected (maybe truncated)."""
+
+    name: str
+    text: str
+    chars: int
+    missing: bool = False
+
+    @property
+    def truncated(self) -> bool:
+        return not self.missing and len(self.text) < self.chars
+
+
+def load_persona(
+    workspace: Path,
+    *,
+    today: dt.date,
+    main_session: bool = True,
+    subagent: bool = False,
+    max_file_chars: int = MAX_FILE_CHARS,
+    max_total_chars: int = MAX_TOTAL_CHARS,
+) -> list[PersonaFile]:
+    """The bootstrap files in injection order, then yesterday's and today's daily memory logs.
+
+    MEMORY.md is private to the main session; BOOTSTRAP.md is injected only while it exists (the first-run
+    ritual deletes it); sub-agents get only the files that describe who they are and how to work.
+    """
+    names = [name for name in BOOTSTRAP_ORDER if main_session or name != "MEMORY.md"]
+    if subagent:
+        names = [name for name in names if name in SUBAGENT_FILES]
+    daily = [] if subagent else [f"memory/{day.isoformat()}.md" for day in (today - dt.timedelta(days=1), today)]
+    files: list[PersonaFile] = []
+    budget = max_total_chars
+    for name in [*names, *daily]:
+        path = workspace / name
+        if not path.is_file():
+            if name not in OPTIONAL_FILES and not name.startswith("memory/"):
+                files.append(PersonaFile(name, "", 0, missing=True))
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        kept = cut_middle(text, min(max_file_chars, budget), f"read {name} for the rest")
+        budget -= len(kept)
+        files.append(PersonaFile(name, kept, len(text)))
+    return files
+
+
+def render_persona(files: list[PersonaFile]) -> str:
+    sections = []
+    for file in files:
+        if file.missing:
+            sections.append(f"## {file.name}\n[missing: {file.name} does not exist in the workspace]")
+        else:
+            sections.append(f"## {file.name}\n{file.text.strip()}")
+    return "\n\n".join(sections)

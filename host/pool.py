@@ -1,0 +1,308 @@
+"""The MCP client pool: start and supervise servers, expose their tools, call them safely, relay their events."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import re
+import sys
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any, Protocol, TextIO
+
+import anyio
+import httpx2
+from mcp import Client, StdioServerParameters, stdio_client, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
+
+from .config import ServerConfig
+from .providers.base import ToolSpec
+
+logger = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 30.0
+PING_INTERVAL_S = 5.0
+_TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class Asker(Protocol):
+    """Puts a question to the user of the current conversation; None means no answer (timeout, no user)."""
+
+    async def __call__(self, question: str, choices: Sequence[str] | None = None) -> str | None: ...
+
+
+current_asker: contextvars.ContextVar[Asker | None] = contextvars.ContextVar("current_asker", default=None)
+
+
+@dataclass(frozen=True)
+class ServerEvent:
+    """A server said one of its resources changed (cron jobs due, a sub-agent finished, ...)."""
+
+    server: str
+    uri: str
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    text: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class _Route:
+    server: str
+    tool: str
+    spec: ToolSpec
+
+
+EventSink = Callable[[ServerEvent], Awaitable[None]]
+
+
+class ServerHandle:
+    """One supervised connection: (re)started with backoff whenever it dies."""
+
+    def __init__(self, config: ServerConfig, on_event: EventSink | None, errlog: TextIO) -> None:
+        self.config = config
+        self.tools: list[types.Tool] = []
+        self.last_error: str | None = None
+        self.restarts = 0
+        self.attempted = anyio.Event()
+        self._on_event = on_event
+        self._errlog = errlog
+        self._client: Client | None = None
+        self._ready = anyio.Event()
+        self._dead = anyio.Event()
+
+    @property
+    def ready(self) -> bool:
+        return self._client is not None
+
+    async def supervise(self) -> None:
+        delay = 0.5
+        while True:
+            try:
+                async with self._connect() as client:
+                    await self._load_tools(client)
+                    self._client, self._dead = client, anyio.Event()
+                    self._ready.set()
+                    self.attempted.set()
+                    delay = 0.5
+                    await self._watch(client)
+                    self._mark_down()
+                    logger.warning("MCP server %r went away; restarting", self.config.name)
+            except Exception as exc:  # supervisor boundary: any start-up or transport failure means restart
+                self.last_error = _describe(exc)
+                logger.warning("MCP server %r failed: %s", self.config.name, self.last_error)
+            finally:
+                self._mark_down()
+            self.attempted.set()
+            self.restarts += 1
+            await anyio.sleep(delay)
+            delay = min(delay * 2, MAX_BACKOFF_S)
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
+        timeout = self.config.timeout_s
+        with anyio.move_on_after(timeout):
+            await self._ready.wait()
+            client = self._client
+            assert client is not None
+            try:
+                result = await client.call_tool(tool, arguments)
+            except MCPError as exc:
+                if _is_connection_lost(exc):
+                    self._mark_down()
+                    self._dead.set()
+                    return ToolOutcome(f"the {self.config.name} server crashed during the call and is restarting", True)
+                return ToolOutcome(f"the {self.config.name} server rejected the call: {exc}", True)
+            return ToolOutcome(render_result(result), bool(result.is_error))
+        if self._client is None:
+            detail = f": {self.last_error}" if self.last_error else ""
+            return ToolOutcome(f"the {self.config.name} server is not available{detail}", True)
+        return ToolOutcome(f"{self.config.name}.{tool} timed out after {timeout:g}s", True)
+
+    def _mark_down(self) -> None:
+        """Make new calls wait for the restart instead of reaching a dead connection."""
+        if self._client is not None:
+            self._client = None
+            self._ready = anyio.Event()
+
+    def _connect(self) -> Client:
+        config = self.config
+        target: Any
+        if config.url:
+            http = httpx2.AsyncClient(headers=dict(config.headers), timeout=httpx2.Timeout(30, read=None))
+            target = streamable_http_client(config.url, http_client=http)
+        else:
+            assert config.command is not None
+            params = StdioServerParameters(
+                command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=config.cwd
+            )
+            target = stdio_client(params, errlog=self._errlog)
+        return Client(target, elicitation_callback=_answer_elicitation, client_info=_CLIENT_INFO)
+
+    async def _load_tools(self, client: Client) -> None:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        while True:
+            page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self.tools = [tool for tool in tools if self.config.allows(tool.name)]
+
+    async def _watch(self, client: Client) -> None:
+        """Return when the connection is lost: a listen stream that drops, a failed ping, or a failed call."""
+        async with anyio.create_task_group() as group:
+
+            async def until_dead() -> None:
+                await self._dead.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(until_dead)
+            try:
+                await self._listen(client)
+            except (ListenNotSupportedError, MCPError):
+                await self._ping_forever(client)
+            except SubscriptionLost:
+                pass
+            group.cancel_scope.cancel()
+
+    async def _listen(self, client: Client) -> None:
+        uris = await _resource_uris(client)
+        async with client.listen(tools_list_changed=True, resource_subscriptions=uris) as subscription:
+            async for event in subscription:
+                if isinstance(event, ResourceUpdated) and self._on_event is not None:
+                    await self._on_event(ServerEvent(self.config.name, event.uri))
+                elif isinstance(event, ToolsListChanged):
+                    await self._load_tools(client)
+
+    async def _ping_forever(self, client: Client) -> None:
+        while True:
+            await anyio.sleep(PING_INTERVAL_S)
+            try:
+                with anyio.fail_after(PING_INTERVAL_S):
+                    await client.send_ping()
+            except (MCPError, TimeoutError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+
+
+class McpPool:
+    """All configured servers, their tools under collision-free names, and one way to call them.
+
+    Usage:
+        async with McpPool(settings.servers, on_event=queue_event) as pool:
+            specs = pool.tool_specs()
+            outcome = await pool.call("read_file", {"path": "notes.md"})
+    """
+
+    def __init__(
+        self,
+        servers: Sequence[ServerConfig],
+        *,
+        on_event: EventSink | None = None,
+        startup_timeout_s: float = 30.0,
+        errlog: TextIO = sys.stderr,
+    ) -> None:
+        self.handles = {config.name: ServerHandle(config, on_event, errlog) for config in servers}
+        self._startup_timeout_s = startup_timeout_s
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> McpPool:
+        group = await self._stack.enter_async_context(anyio.create_task_group())
+        self._stack.callback(group.cancel_scope.cancel)
+        for handle in self.handles.values():
+            group.start_soon(handle.supervise)
+        with anyio.move_on_after(self._startup_timeout_s):
+            for handle in self.handles.values():
+                await handle.attempted.wait()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._stack.aclose()
+
+    def routes(self) -> dict[str, _Route]:
+        """Tools keyed by the name the model sees: the tool's own name, or `<server>__<tool>` on a clash."""
+        listed = [(name, tool) for name, handle in self.handles.items() for tool in handle.tools]
+        counts = Counter(tool.name for _, tool in listed)
+        routes: dict[str, _Route] = {}
+        for server, tool in listed:
+            exposed = tool.name if counts[tool.name] == 1 else f"{server}__{tool.name}"
+            exposed = _TOOL_NAME.sub("_", exposed)[:64]
+            description = tool.description or tool.title or tool.name
+            routes[exposed] = _Route(server, tool.name, ToolSpec(exposed, description, dict(tool.input_schema)))
+        return routes
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return [route.spec for route in self.routes().values()]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        route = self.routes().get(name)
+        if route is None:
+            return ToolOutcome(f"unknown tool {name!r}; available: {', '.join(sorted(self.routes())) or 'none'}", True)
+        return await self.handles[route.server].call(route.tool, arguments)
+
+
+def render_result(result: types.CallToolResult) -> str:
+    """Flatten MCP content blocks into the text a model reads."""
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, types.ImageContent | types.AudioContent):
+            parts.append(f"[{block.type}: {block.mime_type}, {len(block.data) * 3 // 4} bytes]")
+        elif isinstance(block, types.EmbeddedResource):
+            resource = block.resource
+            parts.append(getattr(resource, "text", None) or f"[resource {resource.uri}]")
+        elif isinstance(block, types.ResourceLink):
+            parts.append(f"[resource link {block.uri}]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+async def _resource_uris(client: Client) -> list[str]:
+    if client.server_capabilities.resources is None:
+        return []
+    listing = await client.list_resources()
+    return [str(resource.uri) for resource in listing.resources]
+
+
+async def _answer_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+    """Turn a server's elicitation (e.g. an exec approval) into questions for the current conversation's user."""
+    asker = current_asker.get()
+    if asker is None or not isinstance(params, types.ElicitRequestFormParams):
+        return types.ElicitResult(action="decline")
+    properties: dict[str, Any] = dict(params.requested_schema.get("properties") or {})
+    content: dict[str, Any] = {}
+    for key, schema in properties.items():
+        field = dict(schema)
+        choices = field.get("enum") or (["yes", "no"] if field.get("type") == "boolean" else None)
+        prompt = params.message if len(properties) == 1 else f"{params.message}\n{field.get('title') or key}"
+        answer = await asker(prompt, choices)
+        if answer is None:
+            return types.ElicitResult(action="cancel")
+        content[key] = answer.strip().lower() in {"yes", "y", "true"} if field.get("type") == "boolean" else answer
+    if not properties:
+        answer = await asker(params.message, ["accept", "decline"])
+        return types.ElicitResult(action="accept" if answer and answer.lower().startswith("a") else "decline")
+    return types.ElicitResult(action="accept", content=content)
+
+
+def _is_connection_lost(exc: MCPError) -> bool:
+    return exc.code == types.CONNECTION_CLOSED
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+_CLIENT_INFO = types.Implementation(name="hermitcrab", version="0.1.0")

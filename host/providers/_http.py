@@ -1,0 +1,107 @@
+"""POST JSON to a provider with retries (exponential backoff, jitter, Retry-After) and error mapping."""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+import httpx
+
+from ..errors import ProviderError, RetryableProviderError
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+MAX_RETRY_AFTER_S = 60.0
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+async def post_json(
+    client: httpx.AsyncClient,
+    url: str,
+    payload: Mapping[str, Any],
+    *,
+    headers: Mapping[str, str],
+    timeout_s: float,
+    max_retries: int,
+    base_delay_s: float = 0.5,
+    sleep: Sleep = anyio.sleep,
+) -> dict[str, Any]:
+    """Return the decoded JSON body; retry transient failures, then raise a ProviderError."""
+    attempt = 0
+    while True:
+        try:
+            return await _post_once(client, url, payload, headers, timeout_s)
+        except RetryableProviderError as exc:
+            if attempt >= max_retries:
+                raise
+            delay = backoff_delay(attempt, base_delay_s, exc.retry_after)
+            logger.info("retrying %s in %.2fs after: %s", url, delay, exc)
+            attempt += 1
+            await sleep(delay)
+
+
+def backoff_delay(attempt: int, base_delay_s: float, retry_after: float | None) -> float:
+    """Honour the server's Retry-After; otherwise exponential backoff with full jitter."""
+    if retry_after is not None:
+        return min(retry_after, MAX_RETRY_AFTER_S)
+    ceiling = base_delay_s * (2**attempt)
+    return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+async def _post_once(
+    client: httpx.AsyncClient, url: str, payload: Mapping[str, Any], headers: Mapping[str, str], timeout_s: float
+) -> dict[str, Any]:
+    try:
+        response = await client.post(url, json=payload, headers=dict(headers), timeout=timeout_s)
+    except httpx.TimeoutException as exc:
+        raise RetryableProviderError(f"timed out after {timeout_s:g}s") from exc
+    except httpx.TransportError as exc:
+        raise RetryableProviderError(f"could not reach {url}: {exc}") from exc
+    if response.status_code in RETRYABLE_STATUS:
+        raise RetryableProviderError(
+            f"HTTP {response.status_code}: {_error_text(response)}",
+            status=response.status_code,
+            retry_after=parse_retry_after(response.headers.get("retry-after")),
+        )
+    if response.is_error:
+        raise ProviderError(f"HTTP {response.status_code}: {_error_text(response)}", status=response.status_code)
+    try:
+        body = response.json()
+    except ValueError as exc:
+        raise ProviderError(f"the provider answered with something that is not JSON: {response.text[:200]!r}") from exc
+    if not isinstance(body, dict):
+        raise ProviderError("the provider answered with JSON that is not an object")
+    return body
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After is either seconds or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300]
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("message") or error)[:300]
+    return str(error or body)[:300]

@@ -1,0 +1,94 @@
+"""The Anthropic Messages API: tool_use and tool_result content blocks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from ..config import ProviderProfile
+from ..errors import ProviderError
+from ._http import post_json
+from .base import Completion, Message, ToolCall, ToolSpec, Usage, register
+
+API_VERSION = "2023-06-01"
+
+
+class AnthropicProvider:
+    def __init__(self, profile: ProviderProfile, client: httpx.AsyncClient) -> None:
+        self.profile = profile
+        self.client = client
+        self.label = profile.label
+
+    async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+        payload: dict[str, Any] = {
+            "model": self.profile.model,
+            "system": system,
+            "messages": to_wire(messages),
+            "max_tokens": self.profile.max_tokens,
+        }
+        if tools:
+            payload["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+        headers = {"anthropic-version": API_VERSION}
+        if self.profile.api_key:
+            headers["x-api-key"] = self.profile.api_key
+        body = await post_json(
+            self.client,
+            f"{self.profile.base_url}/v1/messages",
+            payload,
+            headers=headers,
+            timeout_s=self.profile.timeout_s,
+            max_retries=self.profile.max_retries,
+        )
+        return from_wire(body, self.label)
+
+
+def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Anthropic wants tool results as user-turn blocks, and consecutive same-role turns merged."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    return wire
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [
+            {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": message.content,
+                "is_error": message.is_error,
+            }
+        ]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+    blocks.extend({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls)
+    return blocks
+
+
+def from_wire(body: dict[str, Any], label: str) -> Completion:
+    content = body.get("content")
+    if not isinstance(content, list):
+        raise ProviderError(f"response has no content blocks: {str(body)[:200]}")
+    texts = [block.get("text", "") for block in content if block.get("type") == "text"]
+    calls = tuple(
+        ToolCall(block.get("id", ""), block.get("name", ""), block.get("input") or {})
+        for block in content
+        if block.get("type") == "tool_use"
+    )
+    usage = body.get("usage") or {}
+    return Completion(
+        message=Message(role="assistant", content="".join(texts), tool_calls=calls),
+        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+        model=str(body.get("model", "")),
+        provider=label,
+    )
+
+
+register("anthropic", AnthropicProvider)

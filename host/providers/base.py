@@ -1,0 +1,104 @@
+"""The provider interface: neutral message types, the Provider protocol, a registry and failover."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import httpx
+
+from ..config import ProviderProfile
+from ..errors import AllProvidersFailed, ConfigError, ProviderError
+
+logger = logging.getLogger(__name__)
+
+Role = Literal["user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    arguments_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Message:
+    """One entry of the conversation as every provider sees it, before wire translation."""
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+
+
+@dataclass(frozen=True)
+class Completion:
+    message: Message
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    provider: str = ""
+
+
+class Provider(Protocol):
+    """Anything that turns a system prompt, a conversation and tools into the model's next message."""
+
+    label: str
+
+    async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion: ...
+
+
+ProviderFactory = Callable[[ProviderProfile, httpx.AsyncClient], Provider]
+_registry: dict[str, ProviderFactory] = {}
+
+
+def register(kind: str, factory: ProviderFactory) -> None:
+    _registry[kind] = factory
+
+
+def create(profile: ProviderProfile, client: httpx.AsyncClient) -> Provider:
+    try:
+        factory = _registry[profile.kind]
+    except KeyError:
+        raise ConfigError(f"no provider registered for kind {profile.kind!r}") from None
+    return factory(profile, client)
+
+
+class FailoverProvider:
+    """Try each provider in order; the next one is used only when the previous one gave up."""
+
+    def __init__(self, providers: Sequence[Provider]) -> None:
+        if not providers:
+            raise ConfigError("FailoverProvider needs at least one provider")
+        self.providers = list(providers)
+        self.label = self.providers[0].label
+
+    async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+        failures: list[str] = []
+        for provider in self.providers:
+            try:
+                return await provider.complete(system, messages, tools)
+            except ProviderError as exc:
+                logger.warning("provider %s failed: %s", provider.label, exc)
+                failures.append(f"{provider.label}: {exc}")
+        raise AllProvidersFailed("every provider failed: " + "; ".join(failures))

@@ -1,0 +1,41 @@
+"""The browser server's settings, resolved once at the edge and passed down frozen."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def hermitcrab_home() -> Path:
+    """`$HERMITCRAB_HOME`, or ~/.hermitcrab."""
+    return Path(os.environ.get("HERMITCRAB_HOME") or Path.home() / ".hermitcrab").expanduser()
+
+
+def default_state_dir() -> Path:
+    return hermitcrab_home() / "state" / "browser"
+
+
+@dataclass(frozen=True)
+class BrowserConfig:
+    """Everything the session and the tools need to know; built by `__main__` or by tests."""
+
+    state_dir: Path = field(default_factory=default_state_dir)
+    # None means an isolated, throw-away profile; a path keeps cookies and logins there.
+    profile_dir: Path | None = None
+    headless: bool = True
+    executable: Path | None = None
+    allowed_origins: tuple[str, ...] = ()
+    blocked_origins: tuple[str, ...] = ()
+    # Files may be uploaded from these directories only.
+    roots: tuple[Path, ...] = ()
+    enable_evaluate: bool = False
+    snapshot_max_chars: int = 40_000
+    viewport: tuple[int, int] = (1280, 720)
+    action_timeout_ms: int = 5_000
+    navigation_timeout_ms: int = 30_000
+
+    @property
+    def output_dir(self) -> Path:
+        """Where PDFs and downloads are written."""
+        return self.state_dir / "outputs"

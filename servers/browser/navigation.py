@@ -1,0 +1,145 @@
+"""Tools that move between pages and tabs, wait, resize, and close the browser."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from . import report
+from .origins import NAVIGABLE_SCHEMES, OriginPolicy
+from .runner import Runner, tab_lines
+from .tab import Tab
+
+_MAX_WAIT_SECONDS = 30.0
+
+
+def normalize_url(url: str, policy: OriginPolicy) -> str:
+    """Add a missing scheme and refuse what the server does not open (file:, blocked origins)."""
+    url = url.strip()
+    if "://" not in url and not url.startswith(("about:", "data:")):
+        local = url.startswith(("localhost", "127.", "[::1]"))
+        url = ("http://" if local else "https://") + url
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in NAVIGABLE_SCHEMES:
+        raise ToolError(f"{scheme}: URLs are not opened by this browser; use an http(s) URL.")
+    if not policy.allows(url):
+        raise ToolError(
+            f"{url} is outside the origins this browser may visit ({policy.describe()}); "
+            "pick a URL on an allowed origin."
+        )
+    return url
+
+
+def register(server: MCPServer, runner: Runner) -> None:
+    session = runner.session
+    config = session.config
+
+    @server.tool()
+    async def browser_navigate(
+        url: Annotated[str, Field(description="The URL to open, e.g. https://example.com/login.")],
+    ) -> CallToolResult:
+        """Open a URL in the current tab and return the page snapshot.
+
+        In the snapshot every element you can act on carries a ref (`[ref=e12]`); pass it to the
+        other browser tools. Refs die when the page changes: use the refs of the latest snapshot.
+        """
+        target = normalize_url(url, session.policy)
+
+        async def go(tab: Tab) -> str:
+            await tab.page.goto(target, wait_until="domcontentloaded")
+            return f"Opened {target}"
+
+        return await runner.act(go, snapshot="full", retry_after_crash=True)
+
+    @server.tool()
+    async def browser_navigate_back() -> CallToolResult:
+        """Go back to the previous page in the current tab's history and return its snapshot."""
+
+        async def back(tab: Tab) -> str:
+            if await tab.page.go_back(wait_until="domcontentloaded") is None:
+                raise ToolError("This tab has no previous page; open one with browser_navigate.")
+            return "Went back"
+
+        return await runner.act(back, snapshot="full")
+
+    @server.tool()
+    async def browser_tabs(
+        action: Annotated[
+            Literal["list", "new", "select", "close"],
+            Field(description="list the tabs, open a new blank tab, switch to a tab, or close one."),
+        ],
+        index: Annotated[
+            int | None,
+            Field(description="The tab's number from the list, for select (required) and close (default: current)."),
+        ] = None,
+    ) -> CallToolResult:
+        """List, open, switch or close browser tabs. Other tools act on the current tab."""
+        if action == "list":
+            async with session.lock:
+                await session.ensure()
+                return report.result(["Open tabs:"], await tab_lines(session))
+
+        async def change(tab: Tab) -> str:
+            if action == "new":
+                await session.new_tab()
+                return "Opened a new tab and made it current"
+            if action == "select":
+                if index is None:
+                    raise ToolError("Give the index of the tab to select (see browser_tabs action=list).")
+                session.select(index)
+                return f"Switched to tab {index}"
+            target = session.tabs.index(tab) if index is None else index
+            await session.close_tab(target)
+            return f"Closed tab {target}"
+
+        return await runner.act(change, snapshot="full", modal_ok=action != "new")
+
+    @server.tool()
+    async def browser_wait_for(
+        time: Annotated[float | None, Field(description="Seconds to wait (at most 30).", ge=0)] = None,
+        text: Annotated[str | None, Field(description="Wait until this text is visible on the page.")] = None,
+        textGone: Annotated[str | None, Field(description="Wait until this text is no longer visible.")] = None,  # noqa: N803
+    ) -> CallToolResult:
+        """Wait for text to appear or disappear, or for some seconds, then return the page snapshot."""
+        if time is None and text is None and textGone is None:
+            raise ToolError("Give time, text or textGone to wait for.")
+
+        async def wait(tab: Tab) -> str:
+            if time is not None:
+                await asyncio.sleep(min(time, _MAX_WAIT_SECONDS))
+            limit = config.navigation_timeout_ms
+            if textGone is not None:
+                await tab.page.get_by_text(textGone).first.wait_for(state="hidden", timeout=limit)
+            if text is not None:
+                await tab.page.get_by_text(text).first.wait_for(state="visible", timeout=limit)
+            done = [f"{time} s passed" if time is not None else "", f"{text!r} is visible" if text else "",
+                    f"{textGone!r} is gone" if textGone else ""]
+            return "Waited: " + ", ".join(part for part in done if part)
+
+        return await runner.act(wait, snapshot="diff")
+
+    @server.tool()
+    async def browser_resize(
+        width: Annotated[int, Field(description="Viewport width in CSS pixels.", ge=100, le=8000)],
+        height: Annotated[int, Field(description="Viewport height in CSS pixels.", ge=100, le=8000)],
+    ) -> CallToolResult:
+        """Resize the current tab's viewport (e.g. 390x844 to see the mobile layout)."""
+
+        async def resize(tab: Tab) -> str:
+            await tab.page.set_viewport_size({"width": width, "height": height})
+            return f"Resized the viewport to {width}x{height}"
+
+        return await runner.act(resize, snapshot="diff")
+
+    @server.tool()
+    async def browser_close() -> CallToolResult:
+        """Close the browser and all its tabs. The next browser tool call starts it again (logins kept in the profile)."""
+        async with session.lock:
+            await session.close()
+        return report.result(["Closed the browser; the next browser tool call starts a new one."])

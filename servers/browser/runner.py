@@ -1,0 +1,184 @@
+"""Run one tool call on the session: serialised, crash-aware, and followed by the page's new state."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, ContentBlock
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+
+from . import report
+from .session import Session
+from .snapshot import Snapshot, cap, diff, render
+from .tab import Tab
+
+logger = logging.getLogger(__name__)
+
+
+
+@dataclass
+class Outcome:
+    """What an action reports: our own note, lines taken from the page (fenced as untrusted), extra blocks."""
+
+    note: str
+    page: list[str] = field(default_factory=list)
+    blocks: list[ContentBlock] = field(default_factory=list)
+
+
+Action = Callable[[Tab], Awaitable[str | Outcome]]
+SnapshotMode = Literal["full", "diff", "none"]
+_MAX_CONSOLE_IN_RESULT = 5
+_SETTLE_SECONDS = 3.0
+_CLOSED_MARKERS = ("has been closed", "Target closed", "Browser closed", "Connection closed", "browser has disconnected")
+
+
+class Runner:
+    """The one path every tool takes to the browser."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    async def act(
+        self,
+        action: Action,
+        *,
+        snapshot: SnapshotMode = "diff",
+        modal_ok: bool = False,
+        retry_after_crash: bool = False,
+    ) -> CallToolResult:
+        """Run `action` on the current tab, then report the page (and a snapshot or diff of it).
+
+        `retry_after_crash` is for idempotent actions (navigate): if the browser died, start a new
+        one and run the action again instead of failing.
+        """
+        async with self.session.lock:
+            try:
+                return await self._act(action, snapshot, modal_ok)
+            except PlaywrightError as exc:
+                if not _is_closed(exc) or not await self.session.died():
+                    raise translate(exc) from exc
+                if not retry_after_crash:
+                    raise ToolError(
+                        "The browser stopped unexpectedly; it restarts on the next call: navigate again "
+                        "(tabs and refs from before are gone)."
+                    ) from exc
+            logger.warning("the browser died during a call; retrying it on a new browser")
+            try:
+                return await self._act(action, snapshot, modal_ok)
+            except PlaywrightError as exc:
+                raise translate(exc) from exc
+
+    async def _act(
+        self,
+        action: Action,
+        mode: SnapshotMode,
+        modal_ok: bool,
+    ) -> CallToolResult:
+        tab = await self.session.current_tab()
+        if tab.modal and not modal_ok:
+            raise ToolError(f"Not possible right now: {tab.modal}.")
+        before = tab.navigations
+        outcome = await tab.run(action(tab))
+        if outcome is None:
+            outcome = Outcome("The action opened a dialog and waits for it to be answered.")
+        elif isinstance(outcome, str):
+            outcome = Outcome(outcome)
+        notes = [outcome.note]
+        current = self.session.current
+        if current is None:
+            notes.append("No tab is open now; browser_navigate opens one.")
+            return report.result(notes)
+        if current is tab and tab.dialog is None:
+            await tab.settle(before, _SETTLE_SECONDS)
+        page = await self.describe(current, notes, mode)
+        page[2:2] = outcome.page  # after URL and title, before tabs and the snapshot
+        return report.result(notes, page, outcome.blocks)
+
+    async def describe(self, tab: Tab, notes: list[str], mode: SnapshotMode) -> list[str]:
+        """Page lines for the result (URL, title, tabs, dialog, new errors, snapshot); adds notes in place."""
+        session = self.session
+        if session.crashed:
+            notes.insert(0, "Note: the browser had stopped unexpectedly and was restarted; earlier tabs are gone.")
+            session.crashed = False
+        lines = [f"- URL: {tab.page.url}", f"- Title: {await _title(tab)}"]
+        if len(session.tabs) > 1:
+            lines.append("- Open tabs:")
+            lines.extend(await tab_lines(session))
+        if tab.dialog is not None:
+            notes.append(f"Note: {tab.modal}.")
+            lines.append(f"- {tab.dialog.type} dialog message: {tab.dialog.message!r}")
+        elif tab.chooser is not None:
+            notes.append(f"Note: {tab.modal}.")
+        notes.extend(f"Downloaded a file to {path}" for path in tab.take_downloads())
+        if tab.page.url.startswith("chrome-error://"):
+            notes.append("The page failed to load (network error or an origin blocked by the server's policy).")
+        errors = tab.new_console_errors()
+        if errors:
+            lines.append(f"- New console errors ({len(errors)}; see browser_console_messages):")
+            lines.extend(f"  - {entry.text[:300]}" for entry in errors[:_MAX_CONSOLE_IN_RESULT])
+        if mode != "none" and tab.dialog is None:
+            lines.extend(await self._snapshot_lines(tab, mode))
+        return lines
+
+    async def snapshot(self, tab: Tab) -> Snapshot:
+        """Capture and render the tab's page; the refs it shows become the ones actions accept."""
+        try:
+            raw = await tab.page.aria_snapshot(mode="ai")
+        except PlaywrightError:
+            # The document changed mid-capture (a navigation); capture the new one once it exists.
+            await tab.page.wait_for_load_state("domcontentloaded")
+            raw = await tab.page.aria_snapshot(mode="ai")
+        return render(raw, compact=tab.compact, base_url=tab.page.url)
+
+    async def _snapshot_lines(self, tab: Tab, mode: SnapshotMode) -> list[str]:
+        previous = tab.snapshot
+        current = await self.snapshot(tab)
+        tab.snapshot = current
+        changes = diff(previous.text, current.text) if mode == "diff" and previous is not None else None
+        if changes == "":
+            return ["- Snapshot: unchanged since the last one"]
+        if changes is not None:
+            return ["- Snapshot changes since the last one (unified diff):", "```diff", changes, "```"]
+        label = "- Snapshot (compact: only actionable elements, headings and alerts):" if tab.compact else "- Snapshot:"
+        return [label, "```yaml", cap(current.text, self.session.config.snapshot_max_chars), "```"]
+
+
+async def tab_lines(session: Session) -> list[str]:
+    lines = []
+    for index, tab in enumerate(session.tabs):
+        marker = " (current)" if tab is session.current else ""
+        lines.append(f"  - {index}:{marker} [{await _title(tab)}]({tab.page.url})")
+    return lines
+
+
+def translate(exc: PlaywrightError) -> ToolError:
+    """Turn a Playwright failure into one sentence the model can act on."""
+    message = exc.message.strip()
+    first = message.splitlines()[0] if message else type(exc).__name__
+    if "Invalid frame in aria-ref" in message or ("aria-ref" in message and "resolved to" not in message):
+        hint = "The element is no longer on the page: take a new snapshot with browser_snapshot."
+    elif isinstance(exc, PlaywrightTimeoutError) and "aria-ref" in message:
+        hint = "The element exists but cannot be used (hidden, disabled or covered): take a new snapshot and check it."
+    elif isinstance(exc, PlaywrightTimeoutError):
+        hint = "It took too long: check the page with browser_snapshot and try again."
+    elif "net::" in first:
+        hint = "Check the URL and that the site is reachable."
+    else:
+        hint = "Take a new snapshot and try another way."
+    return ToolError(f"{first} {hint}")
+
+
+def _is_closed(exc: PlaywrightError) -> bool:
+    return type(exc).__name__ == "TargetClosedError" or any(marker in exc.message for marker in _CLOSED_MARKERS)
+
+
+async def _title(tab: Tab) -> str:
+    try:
+        return await tab.page.title()
+    except PlaywrightError:
+        return "(unavailable while the page loads)"

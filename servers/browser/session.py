@@ -1,0 +1,178 @@
+"""Playwright lifecycle: start the browser on first use, track its tabs, restart it after a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from mcp.server.mcpserver.exceptions import ToolError
+from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route, async_playwright
+from playwright.async_api import Error as PlaywrightError
+
+from .config import BrowserConfig
+from .launcher import LAUNCH_ARGS, BrowserNotFound, find_executable
+from .origins import OriginPolicy
+from .tab import Tab
+
+logger = logging.getLogger(__name__)
+
+
+class Session:
+    """Owns Playwright, one browser context and its tabs. Tools hold `lock` while they use it."""
+
+    def __init__(self, config: BrowserConfig) -> None:
+        self.config = config
+        self.policy = OriginPolicy(config.allowed_origins, config.blocked_origins)
+        self.lock = asyncio.Lock()
+        self.tabs: list[Tab] = []
+        self.current: Tab | None = None
+        # Set when the browser died under us; the next result says so once.
+        self.crashed = False
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+        self._context: BrowserContext | None = None
+        self._disconnected = asyncio.Event()
+        self._closing = False
+
+    @property
+    def running(self) -> bool:
+        return self._context is not None and self._browser is not None and self._browser.is_connected()
+
+    async def current_tab(self) -> Tab:
+        """The tab tools act on, starting (or restarting) the browser and opening a tab when needed."""
+        await self.ensure()
+        if self.current is None:
+            return await self.new_tab()
+        return self.current
+
+    async def ensure(self) -> BrowserContext:
+        if self._context is not None and self.running:
+            return self._context
+        if self._context is not None:
+            logger.warning("the browser process is gone; starting a new one")
+            self.crashed = True
+            self._forget_browser()
+        return await self._launch()
+
+    async def new_tab(self) -> Tab:
+        context = await self.ensure()
+        tab = self._wrap(await context.new_page())
+        self.current = tab
+        return tab
+
+    def select(self, index: int) -> Tab:
+        self.current = self.tab_at(index)
+        return self.current
+
+    async def close_tab(self, index: int) -> None:
+        tab = self.tab_at(index)
+        await tab.page.close()
+        self._forget_tab(tab)
+
+    def tab_at(self, index: int) -> Tab:
+        if not 0 <= index < len(self.tabs):
+            raise ToolError(f"There is no tab {index}; list the tabs with browser_tabs action=list.")
+        return self.tabs[index]
+
+    async def died(self, timeout: float = 2.0) -> bool:
+        """After a 'target closed' error: did the whole browser go away (rather than one page)?"""
+        if self._browser is None:
+            return True
+        try:
+            await asyncio.wait_for(self._disconnected.wait(), timeout)
+        except TimeoutError:
+            return not self._browser.is_connected()
+        return True
+
+    async def close(self, *, stop: bool = False) -> None:
+        """Close the browser (the next tool call starts a new one); `stop` also ends Playwright itself."""
+        self._closing = True
+        try:
+            if self._context is not None:
+                await self._context.close()
+            if self._browser is not None and self._browser.is_connected():
+                await self._browser.close()
+        except PlaywrightError as exc:
+            logger.info("closing the browser: %s", exc)
+        finally:
+            self._forget_browser()
+            self._closing = False
+        if stop and self._playwright is not None:
+            await self._playwright.stop()
+            self._playwright = None
+
+    # --- internals -------------------------------------------------------------------------
+
+    async def _launch(self) -> BrowserContext:
+        if self._playwright is None:
+            self._playwright = await async_playwright().start()
+        chromium = self._playwright.chromium
+        config = self.config
+        try:
+            executable = find_executable(config.executable, chromium.executable_path)
+        except BrowserNotFound as exc:
+            raise ToolError(str(exc)) from exc
+        path = str(executable) if executable else None
+        width, height = config.viewport
+        viewport = {"width": width, "height": height}
+        try:
+            if config.profile_dir is not None:
+                config.profile_dir.mkdir(parents=True, exist_ok=True)
+                context = await chromium.launch_persistent_context(
+                    config.profile_dir, executable_path=path, headless=config.headless, args=list(LAUNCH_ARGS),
+                    viewport=viewport, accept_downloads=True,  # type: ignore[arg-type]  # a ViewportSize dict
+                )
+                browser = context.browser
+            else:
+                browser = await chromium.launch(executable_path=path, headless=config.headless, args=list(LAUNCH_ARGS))
+                context = await browser.new_context(viewport=viewport, accept_downloads=True)  # type: ignore[arg-type]  # a ViewportSize dict
+        except PlaywrightError as exc:
+            first = str(exc).strip().splitlines()[0]
+            profile = f" If another browser is using the profile {config.profile_dir}, close it or start with --isolated." if config.profile_dir else ""
+            raise ToolError(f"Chromium failed to start ({first}).{profile}") from exc
+        assert browser is not None, "a persistent Chromium context always has a browser"
+        context.set_default_timeout(config.action_timeout_ms)
+        context.set_default_navigation_timeout(config.navigation_timeout_ms)
+        if self.policy.active:
+            await context.route("**/*", self._route)
+        self._disconnected = asyncio.Event()
+        browser.on("disconnected", lambda _: self._on_disconnected())
+        context.on("page", self._wrap)
+        self._browser, self._context = browser, context
+        for page in context.pages:
+            self._wrap(page)
+        return context
+
+    def _wrap(self, page: Page) -> Tab:
+        """The Tab for `page`, created on first sight (new tabs, popups, the persistent context's first page)."""
+        for tab in self.tabs:
+            if tab.page is page:
+                return tab
+        tab = Tab(page, self.config.output_dir)
+        self.tabs.append(tab)
+        page.on("close", lambda _: self._forget_tab(tab))
+        if self.current is None:
+            self.current = tab
+        return tab
+
+    def _forget_tab(self, tab: Tab) -> None:
+        if tab in self.tabs:
+            self.tabs.remove(tab)
+        if self.current is tab:
+            self.current = self.tabs[-1] if self.tabs else None
+
+    def _forget_browser(self) -> None:
+        self._browser = self._context = None
+        self.tabs.clear()
+        self.current = None
+
+    def _on_disconnected(self) -> None:
+        self._disconnected.set()
+        if not self._closing:
+            self.crashed = True
+
+    async def _route(self, route: Route) -> None:
+        if self.policy.allows(route.request.url):
+            await route.fallback()
+        else:
+            await route.abort("blockedbyclient")

@@ -1,0 +1,324 @@
+"""Decide whether a command line may run: every simple command it contains must resolve to an allowed binary.
+
+The check works on bashlex's parse tree (see shell.py). A command word is resolved the way bash would (PATH search
+or path relative to the working directory, with `..` and directory symlinks resolved) and compared with the
+allowlist by canonical path, so `/bin/../usr/bin/rm`, `r''m` and `./ls -> /usr/bin/rm` are all just `rm`.
+Anything that cannot be decided statically (a computed command name, an unparseable line) is a miss, never a pass.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from hermitcrab.servers.exec import environment, rules
+from hermitcrab.servers.exec.shell import ParsedLine, Redirect, ShellSyntaxError, SimpleCommand, Word, parse
+
+Security = Literal["deny", "allowlist", "full"]
+Ask = Literal["off", "on-miss", "always"]
+
+# Read-only tools allowed when the server runs alone; names missing on PATH are skipped.
+DEFAULT_ALLOW = (
+    "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "pwd", "echo", "printf", "stat", "file", "du", "df",
+    "date", "whoami", "uname", "which", "sort", "uniq", "cut", "tr", "diff", "cmp", "basename", "dirname",
+    "realpath", "readlink", "tree", "true", "false", "test",
+)
+_SAFE_WRITE_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
+_GLOB = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How much the exec tool may do on its own, and when it asks the user."""
+
+    security: Security = "allowlist"
+    ask: Ask = "on-miss"
+    allow: tuple[str, ...] = DEFAULT_ALLOW
+    approval_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class Miss:
+    """One reason the line is not allowed automatically; `binary` is set when allowlisting it would fix it."""
+
+    command: str
+    reason: str
+    binary: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    refusal: str | None = None  # cannot be approved (e.g. overriding PATH or LD_PRELOAD)
+    misses: tuple[Miss, ...] = ()
+
+    @property
+    def allowed(self) -> bool:
+        return self.refusal is None and not self.misses
+
+
+def canonical(path: str) -> str:
+    """Resolve `..` and directory symlinks but keep the file name, so multi-call binaries keep their identity."""
+    directory, name = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(directory), name)
+
+
+def resolve_command(name: str, cwd: str, search_path: str) -> str | None:
+    """The canonical path bash would execute for `name`, or None when there is no such executable."""
+    if "/" in name:
+        candidate = canonical(os.path.join(cwd, name))
+        if os.path.basename(candidate) in ("", ".", ".."):
+            return None
+        return candidate if os.path.isfile(candidate) and os.access(candidate, os.X_OK) else None
+    for directory in search_path.split(os.pathsep):
+        if not os.path.isabs(directory):
+            continue  # `.` or a relative entry in PATH would let the workspace shadow system binaries
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return canonical(candidate)
+    return None
+
+
+class Allowlist:
+    """Allowlist entries: names (resolved on PATH), absolute paths, or glob patterns over resolved paths."""
+
+    def __init__(self, entries: Iterable[str], search_path: str) -> None:
+        self.search_path = search_path
+        self.paths: set[str] = set()
+        self.globs: list[str] = []
+        self.names: set[str] = set()  # not found on PATH yet: retried on use
+        for entry in entries:
+            self.add(entry)
+
+    def add(self, entry: str) -> None:
+        entry = os.path.expanduser(entry.strip())
+        if not entry:
+            return
+        if _GLOB.search(entry):
+            self.globs.append(entry)
+        elif "/" in entry:
+            self.paths.add(canonical(entry))
+        else:
+            resolved = resolve_command(entry, "/", self.search_path)
+            if resolved is None:
+                self.names.add(entry)
+            else:
+                self.paths.add(resolved)
+
+    def matches(self, path: str) -> bool:
+        if self.names:
+            for name in list(self.names):
+                resolved = resolve_command(name, "/", self.search_path)
+                if resolved is not None:
+                    self.paths.add(resolved)
+                    self.names.discard(name)
+        return path in self.paths or any(fnmatch.fnmatchcase(path, pattern) for pattern in self.globs)
+
+
+@dataclass
+class _Scan:
+    """Findings accumulated over one command line."""
+
+    refusal: str | None = None
+    misses: list[Miss] = field(default_factory=list)
+
+    def refuse(self, reason: str) -> None:
+        self.refusal = self.refusal or reason
+
+    def miss(self, command: str, reason: str, binary: str | None = None) -> None:
+        self.misses.append(Miss(command, reason, binary))
+
+
+class Checker:
+    """Applies a Policy's allowlist to command lines run inside `roots`."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        roots: Sequence[Path],
+        *,
+        protected: Sequence[Path] = (),
+        search_path: str,
+        home: str,
+    ) -> None:
+        self.policy = policy
+        self.roots = [os.path.realpath(root) for root in roots]
+        self.protected = [os.path.realpath(path) for path in protected]
+        self.search_path = search_path
+        self.home = home
+        self.allowlist = Allowlist(policy.allow, search_path)
+
+    def check(
+        self, line: str, workdir: Path, env: Mapping[str, str] | None = None, approved: Iterable[str] = ()
+    ) -> Verdict:
+        """Every reason `line` may not run unattended in `workdir`; `approved` adds persisted binaries."""
+        if "\x00" in line:
+            return Verdict(refusal="the command contains a NUL byte")
+        if not line.strip():
+            return Verdict(refusal="the command is empty")
+        reason = environment.check_overrides(env)
+        if reason is not None:
+            return Verdict(refusal=reason)
+        try:
+            parsed = parse(line)
+        except ShellSyntaxError as exc:
+            return Verdict(misses=(Miss(line, f"it could not be parsed ({exc}), so it cannot be checked"),))
+        scan = _Scan()
+        approved_paths = set(approved)
+        cwds = self._possible_cwds(parsed, str(workdir), scan)
+        for problem in parsed.problems:
+            scan.miss(line, problem)
+        for name in parsed.assigned:
+            if environment.is_protected(name):
+                scan.refuse(f"assigning {name} could change which program runs or inject code into it")
+        for command in parsed.commands:
+            self._check_simple(command, parsed, cwds, approved_paths, scan)
+        for redirect in parsed.redirects:
+            self._check_redirect(redirect, "redirection", cwds, scan)
+        misses = tuple(scan.misses) if self.policy.security == "allowlist" else ()
+        return Verdict(refusal=scan.refusal, misses=misses)
+
+    def _possible_cwds(self, parsed: ParsedLine, workdir: str, scan: _Scan) -> list[str | None]:
+        """Every directory a relative path might be resolved from (None: one we cannot know)."""
+        cwds: list[str | None] = [workdir]
+        for command in parsed.commands:
+            if not command.words or command.words[0].text not in ("cd", "pushd"):
+                continue
+            targets = [w for w in command.words[1:] if w.text is None or not w.text.startswith("-")]
+            if not targets:
+                cwds.append(self.home)
+                continue
+            path = self._expand(targets[0])
+            if path is None or path == "-":
+                cwds.append(None)
+                continue
+            base = [c for c in cwds if c is not None] if not os.path.isabs(path) else ["/"]
+            cwds.extend(os.path.realpath(os.path.join(c, path)) for c in base)
+        return cwds
+
+    def _check_simple(
+        self, command: SimpleCommand, parsed: ParsedLine, cwds: list[str | None], approved: set[str], scan: _Scan
+    ) -> None:
+        for name, _ in command.assignments:
+            if environment.is_protected(name):
+                scan.refuse(f"`{command.raw}` sets {name}, which could change which program runs or inject code")
+        for redirect in command.redirects:
+            self._check_redirect(redirect, command.raw, cwds, scan)
+        if command.words:
+            self._check_argv(command.raw, list(command.words), parsed, cwds, approved, scan)
+
+    def _check_argv(
+        self,
+        raw: str,
+        words: list[Word],
+        parsed: ParsedLine,
+        cwds: list[str | None],
+        approved: set[str],
+        scan: _Scan,
+    ) -> None:
+        name_word, args = words[0], words[1:]
+        name = name_word.text
+        if name is None:
+            scan.miss(raw, f"the command name {name_word.raw!r} is computed at run time, so it cannot be checked")
+            return
+        if not name.isascii() or not name.isprintable():
+            scan.miss(raw, f"the command name {name!r} contains non-ASCII or invisible characters")
+            return
+        if name in parsed.functions:
+            return  # the function's body is checked where it is defined
+        if "/" not in name and self._check_builtin(raw, name, args, scan):
+            return
+        binary = resolve_command(name, cwds[0] or "/", self.search_path)
+        if binary is None:
+            scan.miss(raw, f"`{name}` was not found as an executable on PATH")
+            return
+        if not (self.allowlist.matches(binary) or binary in approved):
+            scan.miss(raw, f"`{binary}` is not on the allowlist", binary)
+        base = os.path.basename(binary)
+        for reason in (rules.special_reason(base, args), rules.inline_code_reason(base, args)):
+            if reason is not None:
+                scan.miss(raw, reason)
+        if base == "env":
+            for var in rules.env_assignments(base, args):
+                if environment.is_protected(var):
+                    scan.refuse(f"`{raw}` sets {var}, which could change which program runs or inject code")
+        for path in rules.written_paths(base, args):
+            self._check_write(path, raw, f"`{base}` writes", cwds, scan)
+        for child in rules.child_commands(base, args) or []:
+            if child:
+                self._check_argv(raw, child, parsed, cwds, approved, scan)
+
+    def _check_builtin(self, raw: str, name: str, args: list[Word], scan: _Scan) -> bool:
+        """Handle shell builtins; True when `name` is one (and has been dealt with)."""
+        if name in rules.SAFE_BUILTINS:
+            if name in ("read", "printf"):
+                for var in _read_targets(name, args):
+                    if environment.is_protected(var):
+                        scan.refuse(f"`{raw}` assigns {var}, which could change which program runs")
+            return True
+        if name in rules.VARIABLE_BUILTINS:
+            for var in rules.env_assignments(name, args):
+                if environment.is_protected(var):
+                    scan.refuse(f"`{raw}` sets {var}, which could change which program runs or inject code")
+            return True
+        if name in rules.RISKY_BUILTINS:
+            scan.miss(raw, f"`{name}` {rules.RISKY_BUILTINS[name]}")
+            return True
+        return False
+
+    def _check_redirect(self, redirect: Redirect, raw: str, cwds: list[str | None], scan: _Scan) -> None:
+        if redirect.writes and redirect.target is not None:
+            if redirect.target.text in ("-",) or (redirect.target.text or "").isdigit():
+                return
+            self._check_write(redirect.target, raw, f"`{raw}` redirects output", cwds, scan)
+
+    def _check_write(self, word: Word, raw: str, what: str, cwds: list[str | None], scan: _Scan) -> None:
+        path = self._expand(word)
+        if path is None:
+            path = _glob_directory(word.raw)
+            if path is None:
+                scan.miss(raw, f"{what} to {word.raw!r}, a path computed at run time")
+                return
+        if path in _SAFE_WRITE_TARGETS or path.startswith("/dev/fd/"):
+            return
+        bases: list[str | None] = ["/"] if os.path.isabs(path) else cwds
+        for base in bases:
+            if base is None:
+                scan.miss(raw, f"{what} to the relative path {word.raw!r} after a `cd` that cannot be followed")
+                return
+            real = os.path.realpath(os.path.join(base, path))
+            if any(_inside(real, p) for p in self.protected):
+                scan.miss(raw, f"{what} to {real}, which holds the exec server's own state")
+                return
+            if not any(_inside(real, root) for root in self.roots):
+                scan.miss(raw, f"{what} to {real}, outside the allowed roots")
+                return
+
+    def _expand(self, word: Word) -> str | None:
+        if word.text is None:
+            return None
+        if word.tilde:
+            return self.home + word.text[1:]
+        return word.text
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _glob_directory(raw: str) -> str | None:
+    """For a plain glob such as `build/*.o`, the directory it expands in; None if the word has other expansions."""
+    if re.search(r"[$`{}~'\"\\]", raw) or not _GLOB.search(raw):
+        return None
+    prefix = raw[: _GLOB.search(raw).start()]  # type: ignore[union-attr]  # checked just above
+    return os.path.dirname(prefix) or "."
+
+
+def _read_targets(name: str, args: list[Word]) -> list[str]:
+    if name == "printf":
+        return [args[i + 1].text or "" for i, a in enumerate(args[:-1]) if a.text == "-v"]
+    return [a.text or a.raw for a in args if not (a.text or "").startswith("-")]

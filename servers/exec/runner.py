@@ -1,0 +1,219 @@
+"""Run one command through bash in its own process group, with limits, bounded output and a whole-tree kill.
+
+Each command gets a new session (so its process group id is its pid), stdout and stderr read by two threads into
+bounded buffers, and a waiter thread. When the shell exits, whatever it left running in its group is killed, and
+a timeout kills the whole tree (the group plus every descendant found under /proc). Threads rather than tasks keep
+a background command alive independently of the MCP request that started it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio.to_thread
+
+from hermitcrab.servers.exec.output import OutputBuffer
+from hermitcrab.servers.exec.sandbox import Sandbox
+
+Status = Literal["running", "exited", "timed_out", "killed"]
+_DRAIN_S = 1.0  # how long to wait for output pipes held open by processes that escaped the kill
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-command resource limits, applied with bash's `ulimit` before the command runs."""
+
+    memory_mb: int = 8192  # address space (RLIMIT_AS)
+    processes: int = 4096  # RLIMIT_NPROC (counted per user, so not too tight)
+    file_size_mb: int = 1024  # largest file a command may write (RLIMIT_FSIZE)
+    output_bytes: int = 200_000  # kept per stream: head and tail, the middle is counted and dropped
+
+    def prelude(self, cpu_s: int) -> str:
+        # Separate calls, so a limit the host already holds lower does not stop the others from applying.
+        return "".join(
+            f"ulimit -{flag} {value} 2>/dev/null; "
+            for flag, value in (("t", cpu_s), ("v", self.memory_mb * 1024), ("u", self.processes),
+                                ("f", self.file_size_mb * 1024))
+        )
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Everything needed to start a command (already approved by the policy)."""
+
+    command: str
+    workdir: Path
+    env: Mapping[str, str]
+    timeout_s: float
+    limits: Limits
+    sandbox: Sandbox | None
+    roots: Sequence[Path]
+    protected: Sequence[Path] = ()
+
+
+class Job:
+    """A started command: its output buffers, status and the means to feed or stop it."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.id = uuid.uuid4().hex[:8]
+        self.command = spec.command
+        self.workdir = str(spec.workdir)
+        self.stdout = OutputBuffer(spec.limits.output_bytes)
+        self.stderr = OutputBuffer(spec.limits.output_bytes)
+        self.status: Status = "running"
+        self.exit_code: int | None = None
+        self.done = threading.Event()
+        self.cursors = {"stdout": 0, "stderr": 0}  # what `process poll` has already shown
+        self.started = time.monotonic()
+        self.ended: float | None = None
+        self._popen = subprocess.Popen(
+            _argv(spec),
+            cwd=spec.workdir,
+            env=dict(spec.env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+        assert self._popen.stdin is not None
+        os.set_blocking(self._popen.stdin.fileno(), False)
+        self._readers = [
+            _thread(_pump, self._popen.stdout, self.stdout),
+            _thread(_pump, self._popen.stderr, self.stderr),
+        ]
+        self._timer = threading.Timer(spec.timeout_s, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+        _thread(self._wait)
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def duration_s(self) -> float:
+        return round((self.ended or time.monotonic()) - self.started, 3)
+
+    async def wait(self, seconds: float) -> bool:
+        """Wait up to `seconds` for the command to finish; True when it has."""
+        if self.done.is_set() or seconds <= 0:
+            return self.done.is_set()
+        return await anyio.to_thread.run_sync(self.done.wait, seconds, abandon_on_cancel=True)
+
+    def write(self, data: bytes, eof: bool = False) -> int:
+        """Write to the command's stdin without blocking; returns the bytes accepted."""
+        stdin = self._popen.stdin
+        if stdin is None or stdin.closed:
+            raise BrokenPipeError("stdin is closed")
+        written = 0
+        try:
+            while written < len(data):
+                written += os.write(stdin.fileno(), data[written:])
+        except BlockingIOError:
+            pass
+        if eof:
+            stdin.close()
+        return written
+
+    def kill(self) -> None:
+        if not self.done.is_set():
+            self.status = "killed"
+            kill_tree(self.pid)
+
+    def _expire(self) -> None:
+        if not self.done.is_set():
+            self.status = "timed_out"
+            kill_tree(self.pid)
+
+    def _wait(self) -> None:
+        code = self._popen.wait()
+        self._timer.cancel()
+        kill_tree(self.pid)  # whatever the command left running in its group goes with it
+        for reader in self._readers:
+            reader.join(_DRAIN_S)
+        if self._popen.stdin is not None and not self._popen.stdin.closed:
+            try:
+                self._popen.stdin.close()
+            except OSError:
+                pass  # the child is gone; nothing left to flush
+        self.exit_code = code
+        if self.status == "running":
+            self.status = "exited"
+        self.ended = time.monotonic()
+        self.done.set()
+
+
+def _argv(spec: Spec) -> list[str]:
+    bash = shutil.which("bash", path=spec.env.get("PATH")) or "/bin/bash"
+    cpu = int(spec.timeout_s) + 5
+    argv = [bash, "--noprofile", "--norc", "-c", spec.limits.prelude(cpu) + "\n" + spec.command]
+    if spec.sandbox is None:
+        return argv
+    return spec.sandbox.wrap(argv, roots=spec.roots, protected=spec.protected, workdir=spec.workdir)
+
+
+def _thread(target: object, *args: object) -> threading.Thread:
+    thread = threading.Thread(target=target, args=args, daemon=True)  # type: ignore[arg-type]
+    thread.start()
+    return thread
+
+
+def _pump(stream: object, buffer: OutputBuffer) -> None:
+    fd = stream.fileno()  # type: ignore[attr-defined]
+    try:
+        while chunk := os.read(fd, 65536):
+            buffer.write(chunk)
+    except OSError:
+        pass  # the pipe was closed under us: the command is gone
+    finally:
+        stream.close()  # type: ignore[attr-defined]
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL the process group `pid` leads and every descendant of `pid`, including ones that left the group."""
+    for _ in range(3):
+        victims = descendants(pid)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for victim in victims:
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if not victims:
+            return
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid`, from the parent links in /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != b"Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found

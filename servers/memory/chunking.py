@@ -1,0 +1,123 @@
+"""Split a Markdown memory file into small units (a bullet, a paragraph, a piece of a long one) with line ranges.
+
+Memory is written as bullets and short paragraphs, so one unit is one thing remembered; its neighbours and
+the headings above it travel with it as context (shown in the snippet, and indexed with a lower weight).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+MAX_UNIT_CHARS = 600
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_BULLET = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One unit of a file: its 1-based inclusive line range, text and the headings above it."""
+
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    headings: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        """Content hash of what gets embedded: unchanged text is never embedded twice."""
+        return hashlib.blake2b(self.embed_text.encode("utf-8"), digest_size=16).hexdigest()
+
+    @property
+    def embed_text(self) -> str:
+        topic = " / ".join(h for h in self.headings if not _is_time_like(h))
+        return f"{topic}: {self.text}" if topic else self.text
+
+
+def _is_time_like(heading: str) -> bool:
+    """Headings such as `13:56` or `2024-05-01` say when, not what: they are shown but not embedded."""
+    return re.fullmatch(r"[\d:\-./ apmAPM]+", heading) is not None
+
+
+def chunk_markdown(path: str, text: str) -> list[Chunk]:
+    """Units of `text` in file order; headings are context, not units (unless a file has nothing else)."""
+    lines = text.splitlines()
+    chunks: list[Chunk] = []
+    headings: list[tuple[int, str]] = []
+    block: list[tuple[int, str]] = []
+    in_fence = False
+
+    def flush() -> None:
+        if block:
+            chunks.extend(_split_unit(path, block, tuple(h for _, h in headings)))
+            block.clear()
+
+    for number, line in enumerate(lines, start=1):
+        if _FENCE.match(line):
+            if not in_fence:
+                flush()
+            in_fence = not in_fence
+            block.append((number, line))
+            if not in_fence:
+                flush()
+            continue
+        if in_fence:
+            block.append((number, line))
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            flush()
+            level = len(heading[1])
+            headings = [(lv, h) for lv, h in headings if lv < level] + [(level, heading[2])]
+            continue
+        if not line.strip():
+            flush()
+        elif _BULLET.match(line) or (block and _BULLET.match(block[0][1]) and not line.startswith((" ", "\t"))):
+            flush()
+            block.append((number, line))
+        else:
+            block.append((number, line))
+    flush()
+    if not chunks and headings:
+        chunks.append(Chunk(path, 1, len(lines), "\n".join(h for _, h in headings), ()))
+    return chunks
+
+
+def _split_unit(path: str, block: list[tuple[int, str]], headings: tuple[str, ...]) -> list[Chunk]:
+    """One chunk per block, or several when it is long: split at line, then sentence, boundaries."""
+    pieces: list[tuple[int, int, str]] = []
+    for number, line in block:
+        for part in _pieces(line.strip()):
+            if pieces and pieces[-1][0] != number and len(pieces[-1][2]) + len(part) + 1 <= MAX_UNIT_CHARS:
+                first, _, joined = pieces[-1]
+                pieces[-1] = (first, number, f"{joined}\n{part}")
+            elif pieces and pieces[-1][1] == number and len(pieces[-1][2]) + len(part) + 1 <= MAX_UNIT_CHARS:
+                first, last, joined = pieces[-1]
+                pieces[-1] = (first, last, f"{joined} {part}")
+            else:
+                pieces.append((number, number, part))
+    return [Chunk(path, first, last, body, headings) for first, last, body in pieces if body.strip()]
+
+
+def _pieces(line: str) -> list[str]:
+    """A line cut at sentence ends (or, failing that, hard) into parts of at most MAX_UNIT_CHARS."""
+    if len(line) <= MAX_UNIT_CHARS:
+        return [line]
+    parts: list[str] = []
+    current = ""
+    for sentence in _SENTENCE_END.split(line):
+        while len(sentence) > MAX_UNIT_CHARS:
+            parts.append(sentence[:MAX_UNIT_CHARS])
+            sentence = sentence[MAX_UNIT_CHARS:]
+        if current and len(current) + len(sentence) + 1 > MAX_UNIT_CHARS:
+            parts.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}".strip()
+    if current:
+        parts.append(current)
+    return parts

@@ -1,0 +1,220 @@
+"""The memory index: keeps BM25 and vectors in step with the Markdown files, and answers searches.
+
+Files are the source of truth; everything under the state directory can be deleted and rebuilt. A sync
+compares each file's stat (cheap, done before every search) and re-reads only what changed; a file lock
+serialises writers, so two processes sharing one state directory never corrupt it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from hermitcrab.servers._common.files import atomic_write_json
+
+from . import files as memfiles
+from .chunking import Chunk, chunk_markdown
+from .embed import Embedder
+from .lexical import LexicalIndex
+from .ranking import RankSettings, Result, decay, fuse, select
+from .vectors import Progress, VectorStore
+
+logger = logging.getLogger(__name__)
+META_VERSION = 1
+ProgressFactory = Callable[[int], Progress]
+
+
+@dataclass
+class FileRecord:
+    """What the index knows of one file."""
+
+    stat: memfiles.FileStat
+    digest: str
+    chunks: list[Chunk]
+    date: dt.date | None
+
+
+@dataclass
+class SyncReport:
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    embedded: int = 0
+    seconds: float = 0.0
+
+
+class MemoryIndex:
+    """BM25 + vector index over the memory files of one workspace."""
+
+    def __init__(
+        self,
+        roots: memfiles.MemoryRoots,
+        state: Path,
+        embedder: Embedder | None,
+        settings: RankSettings | None = None,
+    ) -> None:
+        self.roots = roots
+        self.state = state
+        self.embedder = embedder
+        self.settings = settings or RankSettings()
+        state.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(state / "index.lock"), timeout=120)
+        self.files: dict[str, FileRecord] = {}
+        self.errors: dict[str, str] = {}
+        self._bad: dict[str, memfiles.FileStat] = {}
+        self.warnings: list[str] = []
+        self.last_error: str | None = None
+        self.last_sync: float | None = None
+        self.last_report = SyncReport()
+        self._ids: dict[str, tuple[str, int]] = {}
+        self._order: list[tuple[str, int]] = []
+        with self._lock:
+            self.lexical = LexicalIndex(state / "tantivy")
+            self.vectors = VectorStore(state / "lancedb", embedder) if embedder else None
+        for part in (self.lexical, self.vectors):
+            if part is not None and part.rebuilt:
+                self.warnings.append(f"{part.directory.name} index was unreadable and has been rebuilt from the files")
+
+    # -- keeping in step -------------------------------------------------------------------------------------
+
+    def sync(self, progress: ProgressFactory | None = None) -> SyncReport:
+        """Bring the index up to date with the files; cheap when nothing changed."""
+        started = time.perf_counter()
+        on_disk = memfiles.discover(self.roots)
+        known = {rel: record.stat for rel, record in self.files.items()} | self._bad
+        stale = [rel for rel, stat in on_disk.items() if known.get(rel) != stat]
+        gone = [rel for rel in self.files if rel not in on_disk]
+        gone += [rel for rel in self.errors if rel not in on_disk]
+        if not stale and not gone and self.last_sync is not None:
+            return SyncReport()
+        report = SyncReport()
+        with self._lock:
+            meta = self._read_meta()
+            indexed: dict[str, dict[str, Any]] = meta.get("files", {})
+            for rel in stale:
+                record = self._load(rel, on_disk[rel])
+                if record is None:
+                    self.files.pop(rel, None)
+                else:
+                    self.files[rel] = record
+            for rel in gone:
+                self.files.pop(rel, None)
+                self.errors.pop(rel, None)
+                self._bad.pop(rel, None)
+            clear = self.last_sync is None and self._lexical_mismatch(indexed)
+            done = {} if clear else {rel: entry.get("digest") for rel, entry in indexed.items()}
+            rewrite = [rel for rel, record in self.files.items() if done.get(rel) != record.digest]
+            drop = [rel for rel in done if rel not in self.files or rel in rewrite]
+            if rewrite or drop or clear:
+                self.lexical.replace(drop, [row for rel in rewrite for row in self._lexical_rows(rel)], clear=clear)
+            report.embedded = self._embed(progress)
+            self._write_meta()
+            report.changed, report.removed = sorted(stale), sorted(set(gone))
+        self._reorder()
+        self.last_sync = time.time()
+        report.seconds = time.perf_counter() - started
+        self.last_report = report
+        return report
+
+    def _load(self, rel: str, stat: memfiles.FileStat) -> FileRecord | None:
+        try:
+            text = memfiles.read_text(self.roots.absolute(rel))
+        except memfiles.UnreadableFile as exc:
+            self.errors[rel] = str(exc)
+            self._bad[rel] = stat
+            return None
+        self.errors.pop(rel, None)
+        self._bad.pop(rel, None)
+        digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+        return FileRecord(stat, digest, chunk_markdown(rel, text), memfiles.file_date(rel))
+
+    def _lexical_mismatch(self, indexed: dict[str, dict[str, Any]]) -> bool:
+        """On start: is the BM25 index missing, from another version or out of step with its meta?"""
+        should_have = sum(int(entry.get("chunks", 0)) for entry in indexed.values())
+        if self.lexical.count() == should_have:
+            return False
+        self.warnings.append("BM25 index did not match its record and has been rebuilt from the files")
+        return True
+
+    def _lexical_rows(self, rel: str) -> list[tuple[str, str, str, str]]:
+        chunks = self.files[rel].chunks
+        rows = []
+        for i, chunk in enumerate(chunks):
+            near = " ".join(chunks[j].text for j in (i - 1, i + 1) if 0 <= j < len(chunks))
+            body = " ".join((*(h for h in chunk.headings), chunk.text))
+            rows.append((f"{rel}\x1f{i}", rel, body, near))
+        return rows
+
+    def _embed(self, progress: ProgressFactory | None) -> int:
+        if self.vectors is None:
+            return 0
+        items = [(chunk.key, chunk.embed_text) for record in self.files.values() for chunk in record.chunks]
+        todo = self.vectors.missing(items)
+        if not todo:
+            return 0
+        return self.vectors.embed(todo, progress(len(todo)) if progress else None)
+
+    def _reorder(self) -> None:
+        self._order = [(rel, i) for rel in sorted(self.files) for i in range(len(self.files[rel].chunks))]
+        self._ids = {f"{rel}\x1f{i}": (rel, i) for rel, i in self._order}
+        if self.vectors is not None:
+            self.vectors.use([self.files[rel].chunks[i].key for rel, i in self._order])
+
+    def _read_meta(self) -> dict[str, Any]:
+        path = self.state / "meta.json"
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return meta if isinstance(meta, dict) and meta.get("version") == META_VERSION else {}
+
+    def _write_meta(self) -> None:
+        entries = {rel: {"digest": r.digest, "chunks": len(r.chunks)} for rel, r in self.files.items()}
+        atomic_write_json(self.state / "meta.json", {"version": META_VERSION, "files": entries})
+
+    def reset(self) -> None:
+        """Forget the derived state (used when it is found corrupt mid-run)."""
+        with self._lock:
+            for name in ("tantivy", "lancedb", "meta.json"):
+                target = self.state / name
+                if target.is_dir():
+                    shutil.rmtree(target)
+                else:
+                    target.unlink(missing_ok=True)
+
+    # -- searching -------------------------------------------------------------------------------------------
+
+    def search(self, query: str, limit: int, min_score: float = 0.0, today: dt.date | None = None) -> list[dict[str, object]]:
+        """Up to `limit` result windows for `query`, best first, each as the dict `memory_search` returns."""
+        settings = self.settings
+        text_ids = [chunk_id for chunk_id, _ in self.lexical.search(query, settings.candidates) if chunk_id in self._ids]
+        legs: list[tuple[list[str], float]] = [(text_ids, settings.text_weight)]
+        if self.vectors is not None:
+            vector_hits = self.vectors.search(query, settings.candidates)
+            ids = [f"{rel}\x1f{i}" for rel, i in (self._order[pos] for pos, _ in vector_hits)]
+            legs.append((ids, settings.vector_weight))
+        fused = fuse(legs, settings.rrf_k)
+        today = today or dt.date.today()
+        ranked: list[tuple[str, int, float]] = []
+        for chunk_id, score in fused.items():
+            rel, i = self._ids[chunk_id]
+            final = score * decay(self.files[rel].date, today, settings)
+            if final >= min_score:
+                ranked.append((rel, i, final))
+        ranked.sort(key=lambda item: -item[2])
+        chunks = {rel: record.chunks for rel, record in self.files.items()}
+        dates = {rel: record.date for rel, record in self.files.items()}
+        results: list[Result] = select(ranked, chunks, dates, limit, settings)
+        return [result.as_dict(chunks[result.path]) for result in results]
+
+    def chunk_count(self) -> int:
+        return len(self._order)

@@ -1,0 +1,109 @@
+"""BM25 over chunks with tantivy; our own analyzer (stemmed Latin words, Han unigrams + bigrams, no stopwords).
+
+Text is analysed here in Python and handed to tantivy pre-split on whitespace, so the index and the queries
+always agree, and nothing depends on tokenizers that tantivy does not persist.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import Stemmer
+import tantivy
+
+logger = logging.getLogger(__name__)
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN = re.compile(rf"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)|([\u3040-\u30ff]+|[\uac00-\ud7af]+)|([^\W_{_CJK}]+)")
+_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are aren as at be because been before being below
+    between both but by can could couldn d did didn do does doesn doing don down during each few for from further
+    had hadn has hasn have haven having he her here hers herself him himself his how i if in into is isn it its
+    itself just ll m me might more most must my myself no nor not now o of off on once only or other our ours
+    ourselves out over own re s same shall she should so some such t than that the their theirs them themselves
+    then there these they this those through to too under until up ve very was wasn we were weren what when where
+    which while who whom why will with won would y you your yours yourself yourselves also yes yeah oh wow hey hi
+    really thanks thank""".split()
+)
+_stemmer = Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=4096)
+def _stem(word: str) -> str:
+    return _stemmer.stemWord(word)
+
+
+def analyze(text: str) -> list[str]:
+    """Index terms of `text`: lowercased, stemmed words without stopwords; Han runs as unigrams and bigrams."""
+    terms: list[str] = []
+    for han, kana_hangul, word in _TOKEN.findall(text.lower()):
+        if han:
+            terms.extend(han)
+            terms.extend(han[i : i + 2] for i in range(len(han) - 1))
+        elif kana_hangul:
+            terms.append(kana_hangul)
+        elif word not in _STOPWORDS:
+            terms.append(_stem(word))
+    return terms
+
+
+class LexicalIndex:
+    """A tantivy index of chunk ids -> analysed text, with BM25 search; rebuilt from scratch if unreadable."""
+
+    def __init__(self, directory: Path) -> None:
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("id", stored=True, tokenizer_name="raw")
+        builder.add_text_field("path", tokenizer_name="raw")
+        builder.add_text_field("body", tokenizer_name="whitespace")
+        builder.add_text_field("near", tokenizer_name="whitespace")
+        self._schema = builder.build()
+        self.directory = directory
+        self.rebuilt = False
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
+        except ValueError as exc:
+            logger.warning("BM25 index at %s is unreadable (%s); rebuilding it from the files", directory, exc)
+            shutil.rmtree(directory)
+            directory.mkdir(parents=True)
+            self._index = tantivy.Index(self._schema, path=str(directory), reuse=False)
+            self.rebuilt = True
+
+    def count(self) -> int:
+        self._index.reload()
+        return self._index.searcher().num_docs
+
+    def replace(self, remove_paths: Iterable[str], add: Sequence[tuple[str, str, str, str]], clear: bool = False) -> None:
+        """Drop every chunk of `remove_paths`, then add `(id, path, body, near)` rows, in one commit."""
+        writer = self._index.writer(heap_size=32_000_000, num_threads=1)
+        if clear:
+            writer.delete_all_documents()
+        for path in remove_paths:
+            writer.delete_documents_by_term("path", path)
+        for chunk_id, path, body, near in add:
+            writer.add_document(
+                tantivy.Document(id=chunk_id, path=path, body=" ".join(analyze(body)), near=" ".join(analyze(near)))
+            )
+        writer.commit()
+        writer.wait_merging_threads()
+        self._index.reload()
+
+    def search(self, query: str, limit: int, near_weight: float = 0.25) -> list[tuple[str, float]]:
+        """Chunk ids by BM25 over the chunk text plus a lighter BM25 over its neighbours (any term may match)."""
+        terms = list(dict.fromkeys(analyze(query)))
+        if not terms:
+            return []
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        for term in terms:
+            clauses.append((tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "body", term)))
+            if near_weight > 0:
+                near = tantivy.Query.term_query(self._schema, "near", term)
+                clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(near, near_weight)))
+        searcher = self._index.searcher()
+        hits = searcher.search(tantivy.Query.boolean_query(clauses), limit).hits
+        return [(searcher.doc(address)["id"][0], float(score)) for score, address in hits]

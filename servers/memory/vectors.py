@@ -1,0 +1,111 @@
+"""Chunk embeddings: persisted in lancedb keyed by content hash (one table per embedder), searched in memory.
+
+Memory collections are small (thousands to tens of thousands of chunks), where an exact dot product over a
+numpy matrix answers in well under a millisecond; lancedb is the durable, append-only cache that makes a
+restart or an edit cost only the embeddings of text never seen before.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from .embed import Embedder, Vectors
+
+logger = logging.getLogger(__name__)
+BATCH = 32
+Progress = Callable[[int], None]
+
+
+class VectorStore:
+    """Embeddings of chunk texts by key for one embedder, with exact cosine search over a chosen key set."""
+
+    def __init__(self, directory: Path, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.directory = directory
+        self.rebuilt = False
+        self._table_name = "emb_" + re.sub(r"[^A-Za-z0-9]+", "_", f"{embedder.name}_{embedder.model}").strip("_")[:80]
+        self._cache: dict[str, Vectors] = {}
+        try:
+            self._db = lancedb.connect(str(directory))
+            self._load()
+        except (OSError, ValueError, RuntimeError, pa.ArrowException) as exc:
+            logger.warning("vector cache at %s is unreadable (%s); re-embedding from the files", directory, exc)
+            shutil.rmtree(directory, ignore_errors=True)
+            self._db = lancedb.connect(str(directory))
+            self._cache.clear()
+            self.rebuilt = True
+        self._keys: list[str] = []
+        self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
+
+    def _load(self) -> None:
+        if not self._exists():
+            return
+        table = self._db.open_table(self._table_name).to_arrow()
+        keys = table.column("key").to_pylist()
+        vectors = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        width = len(vectors) // max(len(keys), 1)
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(keys), width) if keys else vectors
+        for key, row in zip(keys, matrix, strict=True):
+            self._cache[key] = row
+
+    def _exists(self) -> bool:
+        return self._table_name in self._db.list_tables().tables
+
+    def missing(self, items: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The `(key, text)` pairs not embedded yet, without duplicates."""
+        return list({key: text for key, text in items if key not in self._cache}.items())
+
+    def embed(self, items: Sequence[tuple[str, str]], progress: Progress | None = None) -> int:
+        """Embed and persist the `(key, text)` pairs not cached yet, in batches; returns how many were new."""
+        todo = self.missing(items)
+        for start in range(0, len(todo), BATCH * 8):
+            part = todo[start : start + BATCH * 8]
+            rows: list[Vectors] = []
+            for offset in range(0, len(part), BATCH):
+                batch = part[offset : offset + BATCH]
+                rows.append(self.embedder.passages([text for _, text in batch]))
+                if progress is not None:
+                    progress(len(batch))
+            matrix = np.concatenate(rows)
+            self._persist([key for key, _ in part], matrix)
+            for (key, _), row in zip(part, matrix, strict=True):
+                self._cache[key] = row
+        return len(todo)
+
+    def _persist(self, keys: list[str], matrix: Vectors) -> None:
+        flat = pa.array(matrix.astype(np.float32).ravel(), type=pa.float32())
+        vectors = pa.FixedSizeListArray.from_arrays(flat, matrix.shape[1])
+        data = pa.table({"key": pa.array(keys, type=pa.string()), "vector": vectors})
+        if self._exists():
+            self._db.open_table(self._table_name).add(data)
+        else:
+            self._db.create_table(self._table_name, data=data)
+
+    def use(self, keys: Sequence[str]) -> None:
+        """Make `keys` (all embedded) the searchable set, in this order."""
+        if list(keys) == self._keys:
+            return
+        self._keys = list(keys)
+        self._matrix = np.stack([self._cache[key] for key in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
+
+    def search(self, query: str, limit: int) -> list[tuple[int, float]]:
+        """Positions in the searchable set with their cosine similarity to `query`, best first."""
+        if not self._keys:
+            return []
+        scores = self._matrix @ self.embedder.query(query)
+        limit = min(limit, len(scores))
+        top = np.argpartition(-scores, limit - 1)[:limit]
+        top = top[np.argsort(-scores[top])]
+        return [(int(i), float(scores[i])) for i in top]
+
+    @property
+    def cached(self) -> int:
+        return len(self._cache)

@@ -1,0 +1,61 @@
+"""End-to-end fixtures: the scripted LLM server, Claude Desktop JSON for the test MCP server, a runner for the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_llm import FakeLLM, running_fake_llm
+
+TEST_SERVER = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    with running_fake_llm() as fake:
+        yield fake
+
+
+@pytest.fixture
+def desktop_config(tmp_path: Path) -> Callable[..., Path]:
+    """Write a claude_desktop_config.json with the test MCP server under the given name."""
+
+    def write(name: str = "testkit", **extra: object) -> Path:
+        path = tmp_path / "claude_desktop_config.json"
+        server = {"command": sys.executable, "args": [str(TEST_SERVER), "--name", name], **extra}
+        path.write_text(json.dumps({"mcpServers": {name: server}}))
+        return path
+
+    return write
+
+
+@pytest.fixture
+def hermitcrab(hermitcrab_home: Path, llm: FakeLLM) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the real `hermitcrab` CLI in a subprocess, pointed at the scripted LLM."""
+
+    def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        environ = {
+            **os.environ,
+            "HERMITCRAB_HOME": str(hermitcrab_home),
+            "HERMITCRAB_PROVIDER": "openai",
+            "HERMITCRAB_LLM_BASE_URL": llm.url,
+            "HERMITCRAB_LLM_API_KEY": "sk-test-secret",
+            "HERMITCRAB_MODEL": "fake-model",
+            **(env or {}),
+        }
+        return subprocess.run(
+            [sys.executable, "-m", "hermitcrab.host.cli", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=environ,
+            timeout=60,
+        )
+
+    return run

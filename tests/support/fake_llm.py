@@ -1,0 +1,140 @@
+"""A scripted LLM server on 127.0.0.1 speaking the OpenAI chat completions and Anthropic Messages wire formats."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+@dataclass
+class Reply:
+    """One scripted answer: a JSON body with a status code (and optional headers)."""
+
+    body: dict[str, Any]
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class FakeLLM:
+    url: str
+    script: list[Reply] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+
+    def enqueue(self, *replies: Reply | dict[str, Any]) -> None:
+        self.script.extend(r if isinstance(r, Reply) else Reply(r) for r in replies)
+
+
+def openai_text(text: str, *, tokens: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-test",
+        "model": "fake-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]},
+    }
+
+
+def openai_tool_calls(*calls: tuple[str, str, str]) -> dict[str, Any]:
+    """Each call is (id, name, arguments as a JSON string)."""
+    return {
+        "id": "chatcmpl-test",
+        "model": "fake-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                        for cid, name, args in calls
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 8},
+    }
+
+
+def anthropic_text(text: str) -> dict[str, Any]:
+    return {
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": "fake-claude",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 12, "output_tokens": 4},
+    }
+
+
+def anthropic_tool_use(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": "fake-claude",
+        "content": [{"type": "text", "text": "Let me check."}, {"type": "tool_use", "id": call_id, "name": name, "input": arguments}],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 30, "output_tokens": 9},
+    }
+
+
+def _app(fake: FakeLLM) -> Starlette:
+    async def answer(request: Request) -> JSONResponse:
+        fake.requests.append(await request.json())
+        fake.headers.append(dict(request.headers))
+        if not fake.script:
+            return JSONResponse({"error": {"message": "the fake LLM has no scripted reply left"}}, status_code=400)
+        reply = fake.script.pop(0)
+        return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
+
+    async def models(request: Request) -> JSONResponse:
+        return JSONResponse({"data": [{"id": "fake-model"}]})
+
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", answer, methods=["POST"]),
+            Route("/v1/messages", answer, methods=["POST"]),
+            Route("/v1/models", models),
+        ]
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def running_fake_llm() -> Iterator[FakeLLM]:
+    """Serve a FakeLLM from a background thread; `fake.url` is the OpenAI-style base URL (…/v1)."""
+    port = free_port()
+    fake = FakeLLM(url=f"http://127.0.0.1:{port}/v1")
+    server = uvicorn.Server(uvicorn.Config(_app(fake), host="127.0.0.1", port=port, log_level="error", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the fake LLM server did not start")
+        time.sleep(0.01)
+    try:
+        yield fake
+    finally:
+        server.should_exit = True
+        thread.join(timeout=5)

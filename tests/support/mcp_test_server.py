@@ -1,0 +1,68 @@
+"""A small MCP server for host tests: echo, add, a tool that hangs, its own pid, and an event publisher."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
+
+
+def build_server(name: str = "testkit") -> MCPServer:
+    bus = InMemorySubscriptionBus()
+    server = MCPServer(name, subscriptions=bus)
+    inbox: list[str] = []
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool()
+    def fail(reason: str) -> str:
+        """Always fail with the given reason."""
+        raise ToolError(reason)
+
+    @server.tool()
+    async def hang(seconds: float = 3600) -> str:
+        """Sleep for a long time (to test call timeouts)."""
+        await anyio.sleep(seconds)
+        return "woke up"
+
+    @server.tool()
+    def pid() -> int:
+        """Return this server's process id."""
+        return os.getpid()
+
+    @server.tool()
+    def big(size: int) -> str:
+        """Return a string of `size` characters."""
+        return "x" * size
+
+    @server.resource("test://inbox")
+    def read_inbox() -> str:
+        """Items published by `publish`."""
+        return "\n".join(inbox)
+
+    @server.tool()
+    async def publish(item: str) -> str:
+        """Add an item to the inbox and notify listeners."""
+        inbox.append(item)
+        await bus.publish(ResourceUpdated(uri="test://inbox"))
+        return "published"
+
+    return server
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--name", default="testkit")
+    build_server(parser.parse_args().name).run()
