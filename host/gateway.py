@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import anyio
-from anyio.abc import ObjectReceiveStream, TaskGroup
+from anyio.abc import ObjectReceiveStream, TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .agent import Agent
@@ -59,10 +59,11 @@ class Gateway:
         self._queues: dict[str, MemoryObjectSendStream[Event]] = {}
         self._group: TaskGroup | None = None
 
-    async def serve(self) -> None:
-        """Run session workers until cancelled; `submit` may be called from any task meanwhile."""
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run session workers until cancelled; start it with `await group.start(gateway.serve)`."""
         async with anyio.create_task_group() as group:
             self._group = group
+            task_status.started()
             await anyio.sleep_forever()
 
     async def submit(self, event: Event) -> None:

@@ -56,7 +56,11 @@ def load_persona(
                 files.append(PersonaFile(name, "", 0, missing=True))
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
-        kept = cut_middle(text, min(max_file_chars, budget), f"read {name} for the rest")
+        limit = min(max_file_chars, budget)
+        if limit <= 0:
+            files.append(PersonaFile(name, f"[{name} omitted: the {max_total_chars:,}-char bootstrap budget is used up]", len(text)))
+            continue
+        kept = cut_middle(text, limit, f"read {name} for the rest")
         budget -= len(kept)
         files.append(PersonaFile(name, kept, len(text)))
     return files

@@ -78,21 +78,18 @@ class ServerHandle:
         self._client: Client | None = None
         self._ready = anyio.Event()
         self._dead = anyio.Event()
+        self._backoff = 0.5
 
     @property
     def ready(self) -> bool:
         return self._client is not None
 
     async def supervise(self) -> None:
-        delay = 0.5
         while True:
             try:
                 async with self._connect() as client:
                     await self._load_tools(client)
-                    self._client, self._dead = client, anyio.Event()
-                    self._ready.set()
-                    self.attempted.set()
-                    delay = 0.5
+                    self._dead = anyio.Event()
                     await self._watch(client)
                     self._mark_down()
                     logger.warning("MCP server %r went away; restarting", self.config.name)
@@ -103,8 +100,15 @@ class ServerHandle:
                 self._mark_down()
             self.attempted.set()
             self.restarts += 1
-            await anyio.sleep(delay)
-            delay = min(delay * 2, MAX_BACKOFF_S)
+            await anyio.sleep(self._backoff)
+            self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
+
+    def _mark_up(self, client: Client) -> None:
+        """Open for calls only once the event stream is in place, so no event published after start-up is missed."""
+        self._client = client
+        self._backoff = 0.5
+        self._ready.set()
+        self.attempted.set()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         timeout = self.config.timeout_s
@@ -169,6 +173,7 @@ class ServerHandle:
             try:
                 await self._listen(client)
             except (ListenNotSupportedError, MCPError):
+                self._mark_up(client)
                 await self._ping_forever(client)
             except SubscriptionLost:
                 pass
@@ -177,6 +182,7 @@ class ServerHandle:
     async def _listen(self, client: Client) -> None:
         uris = await _resource_uris(client)
         async with client.listen(tools_list_changed=True, resource_subscriptions=uris) as subscription:
+            self._mark_up(client)
             async for event in subscription:
                 if isinstance(event, ResourceUpdated) and self._on_event is not None:
                     await self._on_event(ServerEvent(self.config.name, event.uri))

@@ -105,7 +105,9 @@ class Runner:
         if session.crashed:
             notes.insert(0, "Note: the browser had stopped unexpectedly and was restarted; earlier tabs are gone.")
             session.crashed = False
-        lines = [f"- URL: {tab.page.url}", f"- Title: {await _title(tab)}"]
+        # A page under an open alert cannot answer for its title.
+        title = "(unavailable while a dialog is open)" if tab.dialog else await _title(tab)
+        lines = [f"- URL: {tab.page.url}", f"- Title: {title}"]
         if len(session.tabs) > 1:
             lines.append("- Open tabs:")
             lines.extend(await tab_lines(session))

@@ -24,6 +24,7 @@ T = TypeVar("T")
 _LOG_LIMIT = 500
 # Requests an action may be waiting on before the page counts as settled (images and fonts are not).
 _SETTLE_TYPES = frozenset({"document", "xhr", "fetch"})
+_GRACE_SECONDS = 0.1
 
 
 @dataclass
@@ -121,6 +122,8 @@ class Tab:
     async def settle(self, navigations_before: int, timeout: float) -> None:
         """After an action: wait for a started navigation to load and for its fetches to finish (bounded)."""
         with anyio.move_on_after(timeout):
+            # Clicks start fetches and popups a moment after they return; give those a chance to show.
+            await asyncio.sleep(_GRACE_SECONDS)
             if self.navigations != navigations_before:
                 try:
                     await self.page.wait_for_load_state("load", timeout=timeout * 1000)
@@ -151,7 +154,8 @@ class Tab:
 
     def _log(self, entry: ConsoleEntry) -> None:
         self.console.append(entry)
-        if entry.level == "error" and len(self._new_errors) < _LOG_LIMIT:
+        noise = entry.where.split("?")[0].endswith("/favicon.ico")  # every page without one logs a 404
+        if entry.level == "error" and not noise and len(self._new_errors) < _LOG_LIMIT:
             self._new_errors.append(entry)
 
     def _on_request(self, request: Request) -> None:

@@ -6,7 +6,6 @@ the headings above it travel with it as context (shown in the snippet, and index
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 
@@ -26,11 +25,6 @@ class Chunk:
     end_line: int
     text: str
     headings: tuple[str, ...]
-
-    @property
-    def key(self) -> str:
-        """Content hash of what gets embedded: unchanged text is never embedded twice."""
-        return hashlib.blake2b(self.embed_text.encode("utf-8"), digest_size=16).hexdigest()
 
     @property
     def embed_text(self) -> str:

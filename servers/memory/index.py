@@ -42,6 +42,8 @@ class FileRecord:
     digest: str
     chunks: list[Chunk]
     date: dt.date | None
+    embed_texts: list[str] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -135,7 +137,10 @@ class MemoryIndex:
         self.errors.pop(rel, None)
         self._bad.pop(rel, None)
         digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-        return FileRecord(stat, digest, chunk_markdown(rel, text), memfiles.file_date(rel))
+        chunks = chunk_markdown(rel, text)
+        texts = [_embed_text(chunks, i, self.settings.embed_context_chars) for i in range(len(chunks))]
+        keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in texts]
+        return FileRecord(stat, digest, chunks, memfiles.file_date(rel), texts, keys)
 
     def _lexical_mismatch(self, indexed: dict[str, dict[str, Any]]) -> bool:
         """On start: is the BM25 index missing, from another version or out of step with its meta?"""
@@ -157,7 +162,7 @@ class MemoryIndex:
     def _embed(self, progress: ProgressFactory | None) -> int:
         if self.vectors is None:
             return 0
-        items = [(chunk.key, chunk.embed_text) for record in self.files.values() for chunk in record.chunks]
+        items = [item for record in self.files.values() for item in zip(record.keys, record.embed_texts, strict=True)]
         todo = self.vectors.missing(items)
         if not todo:
             return 0
@@ -167,7 +172,7 @@ class MemoryIndex:
         self._order = [(rel, i) for rel in sorted(self.files) for i in range(len(self.files[rel].chunks))]
         self._ids = {f"{rel}\x1f{i}": (rel, i) for rel, i in self._order}
         if self.vectors is not None:
-            self.vectors.use([self.files[rel].chunks[i].key for rel, i in self._order])
+            self.vectors.use([self.files[rel].keys[i] for rel, i in self._order])
 
     def _read_meta(self) -> dict[str, Any]:
         path = self.state / "meta.json"
@@ -196,7 +201,7 @@ class MemoryIndex:
     def search(self, query: str, limit: int, min_score: float = 0.0, today: dt.date | None = None) -> list[dict[str, object]]:
         """Up to `limit` result windows for `query`, best first, each as the dict `memory_search` returns."""
         settings = self.settings
-        text_ids = [chunk_id for chunk_id, _ in self.lexical.search(query, settings.candidates) if chunk_id in self._ids]
+        text_ids = [chunk_id for chunk_id, _ in self.lexical.search(query, settings.candidates, settings.near_weight) if chunk_id in self._ids]
         legs: list[tuple[list[str], float]] = [(text_ids, settings.text_weight)]
         if self.vectors is not None:
             vector_hits = self.vectors.search(query, settings.candidates)
@@ -214,7 +219,15 @@ class MemoryIndex:
         chunks = {rel: record.chunks for rel, record in self.files.items()}
         dates = {rel: record.date for rel, record in self.files.items()}
         results: list[Result] = select(ranked, chunks, dates, limit, settings)
-        return [result.as_dict(chunks[result.path]) for result in results]
+        return [result.as_dict(chunks[result.path], settings.neighbour_chars) for result in results]
 
     def chunk_count(self) -> int:
         return len(self._order)
+
+
+def _embed_text(chunks: list[Chunk], i: int, context_chars: int) -> str:
+    """A chunk as embedded: the start of the unit before it (what it answers or follows) and then itself."""
+    chunk = chunks[i]
+    if i == 0 or context_chars <= 0 or chunks[i - 1].headings != chunk.headings:
+        return chunk.embed_text
+    return f"{chunks[i - 1].text[:context_chars]}\n{chunk.embed_text}"

@@ -25,6 +25,9 @@ class RankSettings:
     text_weight: float = 1.0
     candidates: int = 60
     window_chars: int = 480
+    neighbour_chars: int = 160
+    near_weight: float = 0.25
+    embed_context_chars: int = 0
     half_life_days: float | None = 90.0
     decay_floor: float = 0.7
 
@@ -37,17 +40,25 @@ class Result:
     first: int
     last: int
     score: float
+    hits: set[int]
     date: dt.date | None = None
 
-    def as_dict(self, chunks: Sequence[Chunk]) -> dict[str, object]:
-        window = chunks[self.first : self.last + 1]
+    def as_dict(self, chunks: Sequence[Chunk], neighbour_chars: int) -> dict[str, object]:
+        texts = [
+            chunks[i].text if i in self.hits else _clip_text(chunks[i].text, neighbour_chars)
+            for i in range(self.first, self.last + 1)
+        ]
         return {
             "path": self.path,
-            "start_line": window[0].start_line,
-            "end_line": window[-1].end_line,
+            "start_line": chunks[self.first].start_line,
+            "end_line": chunks[self.last].end_line,
             "score": round(self.score, 4),
-            "snippet": snippet(window, self.date),
+            "snippet": snippet(texts, chunks[self.first].headings, self.date),
         }
+
+
+def _clip_text(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def fuse(lists: Sequence[tuple[Sequence[str], float]], k: float) -> dict[str, float]:
@@ -68,8 +79,9 @@ def decay(date: dt.date | None, today: dt.date, settings: RankSettings) -> float
     return settings.decay_floor + (1 - settings.decay_floor) * 0.5 ** (age / settings.half_life_days)
 
 
-def window(chunks: Sequence[Chunk], hit: int, budget: int) -> tuple[int, int]:
-    """The hit plus as many neighbours (next first, then previous) under the same headings as fit `budget` chars."""
+def window(chunks: Sequence[Chunk], hit: int, budget: int, neighbour_chars: int) -> tuple[int, int]:
+    """The hit plus as many neighbours (next first, then previous; each clipped to `neighbour_chars`) under the
+    same headings as fit `budget` chars."""
     first = last = hit
     used = len(chunks[hit].text)
     grow_next = True
@@ -78,8 +90,9 @@ def window(chunks: Sequence[Chunk], hit: int, budget: int) -> tuple[int, int]:
         grown = False
         for index in candidates:
             if 0 <= index < len(chunks) and chunks[index].headings == chunks[hit].headings:
-                if used + len(chunks[index].text) + 1 <= budget:
-                    used += len(chunks[index].text) + 1
+                size = min(len(chunks[index].text), neighbour_chars) + 1
+                if used + size <= budget:
+                    used += size
                     first, last = min(first, index), max(last, index)
                     grown = True
                     break
@@ -99,20 +112,26 @@ def select(
     results: list[Result] = []
     for path, hit, score in ranked:
         chunks = files[path]
-        first, last = window(chunks, hit, settings.window_chars)
+        first, last = window(chunks, hit, settings.window_chars, settings.neighbour_chars)
         same_file = [r for r in results if r.path == path]
-        if any(r.first <= hit <= r.last for r in same_file):
+        inside = [r for r in same_file if r.first <= hit <= r.last]
+        if inside:
+            inside[0].hits.add(hit)
             continue
-        touching = [r for r in same_file if r.first <= last + 1 and first <= r.last + 1]
+        touching = [
+            r for r in same_file
+            if r.first <= last + 1 and first <= r.last + 1 and chunks[r.first].headings == chunks[hit].headings
+        ]
         if touching:
             merged = touching[0]
             lo, hi = min(merged.first, hit), max(merged.last, hit)
             if _chars(chunks, lo, hi) <= SNIPPET_CHARS:
                 merged.first, merged.last = lo, hi
+                merged.hits.add(hit)
                 continue
             first, last = _clip(first, last, hit, touching)
         if len(results) < limit:
-            results.append(Result(path, first, last, score, dates.get(path)))
+            results.append(Result(path, first, last, score, {hit}, dates.get(path)))
         if len(results) >= limit:
             break
     return results
@@ -132,13 +151,11 @@ def _chars(chunks: Sequence[Chunk], first: int, last: int) -> int:
     return sum(len(chunk.text) + 1 for chunk in chunks[first : last + 1])
 
 
-def snippet(window: Sequence[Chunk], date: dt.date | None) -> str:
-    """The window's text under one line saying when and where (date, headings), at most SNIPPET_CHARS."""
+def snippet(texts: Sequence[str], headings: Sequence[str], date: dt.date | None) -> str:
+    """Texts under one line saying when and where (date, headings), at most SNIPPET_CHARS."""
     where = [date.isoformat()] if date else []
-    for heading in window[0].headings:
-        if not (date and heading == date.isoformat()):
-            where.append(heading)
+    where += [heading for heading in headings if not (date and heading == date.isoformat())]
     head = " · ".join(where)
-    body = "\n".join(chunk.text for chunk in window)
+    body = "\n".join(texts)
     text = f"[{head}]\n{body}" if head else body
     return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Annotated, Literal
 
 import anyio
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Elicit, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
+from pydantic import BaseModel
+
+
+class Approval(BaseModel):
+    decision: Literal["allow-once", "allow-always", "deny"]
+
+
+def ask_approval(action: str) -> Elicit[Approval]:
+    return Elicit(f"Allow {action}?", Approval)
 
 
 def build_server(name: str = "testkit") -> MCPServer:
@@ -46,6 +56,11 @@ def build_server(name: str = "testkit") -> MCPServer:
     def big(size: int) -> str:
         """Return a string of `size` characters."""
         return "x" * size
+
+    @server.tool()
+    def guarded(action: str, approval: Annotated[Approval, Resolve(ask_approval)]) -> str:
+        """Do something only after the user approves it."""
+        return f"{action}: {approval.decision}"
 
     @server.resource("test://inbox")
     def read_inbox() -> str:

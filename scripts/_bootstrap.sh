@@ -1,0 +1,13 @@
+# Shared by scripts/run and scripts/test: create .venv with Python >= 3.11 and install hermitcrab into it.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PYTHON="${PYTHON:-python3}"
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "hermitcrab needs Python 3.11 or newer ($PYTHON is $("$PYTHON" --version 2>&1))" >&2
+  exit 1
+fi
+if [ ! -x "$ROOT/.venv/bin/python" ]; then
+  "$PYTHON" -m venv "$ROOT/.venv"
+  "$ROOT/.venv/bin/python" -m pip install --quiet --upgrade pip
+fi
+"$ROOT/.venv/bin/python" -m pip install --quiet -e "$ROOT$1"

@@ -1,0 +1,243 @@
+"""Tools that act on elements by ref: click, type, keys, hover, select, forms, drag, uploads, dialogs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult
+from pydantic import BaseModel, Field
+
+from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
+
+from .runner import Outcome, Runner
+from .tab import Tab
+
+Element = Annotated[
+    str | None,
+    Field(description="Human-readable description of the element (e.g. 'Sign in button'), used in messages."),
+]
+Ref = Annotated[str, Field(description="The element's ref from the latest snapshot, e.g. e12 or f1e3.")]
+Modifier = Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]
+_MAX_RESULT_CHARS = 20_000
+
+
+class FormField(BaseModel):
+    name: str = Field(description="Human-readable field name.")
+    type: Literal["textbox", "checkbox", "radio", "combobox", "slider"] = Field(description="The field's kind.")
+    ref: str = Field(description="The field's ref from the latest snapshot.")
+    value: str = Field(
+        description="Text for a textbox, 'true'/'false' for a checkbox or radio, an option label for a combobox."
+    )
+
+
+def _label(element: str | None, ref: str) -> str:
+    return f"{element} ({ref})" if element else ref
+
+
+def register(server: MCPServer, runner: Runner) -> None:
+    session = runner.session
+    config = session.config
+
+    @server.tool()
+    async def browser_click(
+        ref: Ref,
+        element: Element = None,
+        doubleClick: Annotated[bool, Field(description="Double-click instead of a single click.")] = False,  # noqa: N803
+        button: Annotated[Literal["left", "right", "middle"], Field(description="Mouse button.")] = "left",
+        modifiers: Annotated[list[Modifier] | None, Field(description="Keys held during the click.")] = None,
+    ) -> CallToolResult:
+        """Click an element (by ref) and return what changed on the page."""
+
+        async def click(tab: Tab) -> str:
+            target = tab.locator(ref, element)
+            if doubleClick:
+                await target.dblclick(button=button, modifiers=modifiers or [])
+            else:
+                await target.click(button=button, modifiers=modifiers or [])
+            return f"{'Double-clicked' if doubleClick else 'Clicked'} {_label(element, ref)}"
+
+        return await runner.act(click)
+
+    @server.tool()
+    async def browser_type(
+        ref: Ref,
+        text: Annotated[str, Field(description="The text to enter (replaces what the field holds).")],
+        element: Element = None,
+        submit: Annotated[bool, Field(description="Press Enter afterwards (submits most forms).")] = False,
+        slowly: Annotated[
+            bool, Field(description="Type one key at a time, for pages that react to each keystroke.")
+        ] = False,
+    ) -> CallToolResult:
+        """Type text into an editable element (by ref), optionally pressing Enter after it."""
+
+        async def type_text(tab: Tab) -> str:
+            target = tab.locator(ref, element)
+            if slowly:
+                await target.press_sequentially(text)
+            else:
+                await target.fill(text)
+            if submit:
+                await target.press("Enter")
+            return f"Typed {len(text)} characters into {_label(element, ref)}{' and pressed Enter' if submit else ''}"
+
+        return await runner.act(type_text)
+
+    @server.tool()
+    async def browser_press_key(
+        key: Annotated[str, Field(description="A key name such as Enter, Escape, ArrowDown, Tab, or a character like a.")],
+    ) -> CallToolResult:
+        """Press a key on the keyboard in the current tab (goes to the focused element)."""
+
+        async def press(tab: Tab) -> str:
+            await tab.page.keyboard.press(key)
+            return f"Pressed {key}"
+
+        return await runner.act(press)
+
+    @server.tool()
+    async def browser_hover(ref: Ref, element: Element = None) -> CallToolResult:
+        """Move the mouse over an element (by ref), e.g. to open a hover menu."""
+
+        async def hover(tab: Tab) -> str:
+            await tab.locator(ref, element).hover()
+            return f"Hovered over {_label(element, ref)}"
+
+        return await runner.act(hover)
+
+    @server.tool()
+    async def browser_select_option(
+        ref: Ref,
+        values: Annotated[list[str], Field(description="Option labels or values to select (several for a multi-select).")],
+        element: Element = None,
+    ) -> CallToolResult:
+        """Select options in a dropdown (combobox or listbox) by ref."""
+
+        async def select(tab: Tab) -> str:
+            chosen = await tab.locator(ref, element).select_option(values)
+            return f"Selected {', '.join(chosen) or 'nothing'} in {_label(element, ref)}"
+
+        return await runner.act(select)
+
+    @server.tool()
+    async def browser_fill_form(
+        fields: Annotated[list[FormField], Field(description="The fields to fill, each with its ref and value.")],
+    ) -> CallToolResult:
+        """Fill several form fields in one call: textboxes, checkboxes, radios, dropdowns and sliders."""
+
+        async def fill(tab: Tab) -> str:
+            for item in fields:
+                target = tab.locator(item.ref, item.name)
+                if item.type in ("checkbox", "radio"):
+                    await target.set_checked(item.value.strip().lower() in ("true", "yes", "on", "1", "checked"))
+                elif item.type == "combobox":
+                    await target.select_option(item.value)
+                else:
+                    await target.fill(item.value)
+            return f"Filled {len(fields)} fields: {', '.join(item.name for item in fields)}"
+
+        return await runner.act(fill)
+
+    @server.tool()
+    async def browser_drag(
+        startRef: Annotated[str, Field(description="Ref of the element to drag.")],  # noqa: N803
+        endRef: Annotated[str, Field(description="Ref of the element to drop onto.")],  # noqa: N803
+        startElement: Element = None,  # noqa: N803
+        endElement: Element = None,  # noqa: N803
+    ) -> CallToolResult:
+        """Drag one element (by ref) and drop it onto another."""
+
+        async def drag(tab: Tab) -> str:
+            await tab.locator(startRef, startElement).drag_to(tab.locator(endRef, endElement))
+            return f"Dragged {_label(startElement, startRef)} onto {_label(endElement, endRef)}"
+
+        return await runner.act(drag)
+
+    @server.tool()
+    async def browser_file_upload(
+        paths: Annotated[
+            list[str] | None,
+            Field(description="Files to upload, absolute or relative to the first upload root. Omit to cancel."),
+        ] = None,
+        ref: Annotated[
+            str | None, Field(description="Ref of a file input to fill directly, when no file chooser is open.")
+        ] = None,
+        element: Element = None,
+    ) -> CallToolResult:
+        """Upload files into the open file chooser (opened by clicking an upload button) or into a file input by ref.
+
+        Only files inside the server's upload roots can be sent.
+        """
+        files = [_upload_file(path, config.roots) for path in paths or []]
+
+        async def upload(tab: Tab) -> str:
+            chooser = tab.chooser
+            tab.chooser = None
+            if chooser is not None:
+                if files:
+                    await chooser.set_files(files)
+                return f"Uploaded {len(files)} file(s)" if files else "Closed the file chooser without files"
+            if ref is None:
+                raise ToolError("No file chooser is open: click the upload button first, or pass the file input's ref.")
+            await tab.locator(ref, element).set_input_files(files)
+            return f"Set {len(files)} file(s) on {_label(element, ref)}"
+
+        return await runner.act(upload, modal_ok=True)
+
+    @server.tool()
+    async def browser_handle_dialog(
+        accept: Annotated[bool, Field(description="true to accept (OK), false to dismiss (Cancel).")],
+        promptText: Annotated[str | None, Field(description="Text to enter in a prompt() dialog.")] = None,  # noqa: N803
+    ) -> CallToolResult:
+        """Answer the JavaScript alert, confirm or prompt dialog that is open in the current tab."""
+
+        async def answer(tab: Tab) -> str:
+            dialog = tab.dialog
+            if dialog is None:
+                raise ToolError("No dialog is open in the current tab.")
+            tab.dialog = None
+            if accept:
+                await dialog.accept(promptText) if promptText is not None else await dialog.accept()
+            else:
+                await dialog.dismiss()
+            await tab.unblocked(config.action_timeout_ms / 1000)
+            return f"{'Accepted' if accept else 'Dismissed'} the {dialog.type} dialog"
+
+        return await runner.act(answer, modal_ok=True)
+
+    if config.enable_evaluate:
+
+        @server.tool()
+        async def browser_evaluate(
+            function: Annotated[
+                str,
+                Field(description="A JavaScript function, e.g. '() => document.title' or '(element) => element.value'."),
+            ],
+            ref: Annotated[str | None, Field(description="Ref of an element passed to the function.")] = None,
+            element: Element = None,
+        ) -> CallToolResult:
+            """Run JavaScript in the current page (or on one element) and return its JSON result."""
+
+            async def evaluate(tab: Tab) -> Outcome:
+                value = await (tab.locator(ref, element).evaluate(function) if ref else tab.page.evaluate(function))
+                shown = json.dumps(value, ensure_ascii=False, default=str)
+                if len(shown) > _MAX_RESULT_CHARS:
+                    shown = shown[:_MAX_RESULT_CHARS] + "… [truncated]"
+                return Outcome("Evaluated the function", page=[f"- Result: {shown}"])
+
+            return await runner.act(evaluate)
+
+
+def _upload_file(path: str, roots: tuple[Path, ...]) -> Path:
+    if not roots:
+        raise ToolError("File uploads are off: the server needs --root DIR to know which files it may send.")
+    try:
+        resolved = resolve_inside(path, roots)
+    except PathOutsideRoots as exc:
+        raise ToolError(f"{exc}; upload a file from inside the roots.") from exc
+    if not resolved.is_file():
+        raise ToolError(f"{path} is not a file inside the upload roots; check the name.")
+    return resolved

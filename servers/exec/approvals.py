@@ -1,0 +1,157 @@
+"""Asking the user to approve a command (MCP elicitation) and remembering "allow always" answers.
+
+The question is asked through the era-portable `Resolve(...)` resolver: on 2026-07-28 sessions the resolver returns
+an `Elicit` marker, which the SDK turns into an input-required round trip; the deadline is enforced when the
+client comes back. On older sessions (which keep a back-channel) the resolver sends the very same elicitation
+itself, so it can stop waiting after the timeout. Either way no answer in time means deny.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.mcpserver import Context, Elicit
+from mcp_types.version import is_version_at_least
+from pydantic import BaseModel, Field
+
+from hermitcrab.servers._common.files import atomic_write_json
+from hermitcrab.servers.exec.policy import Verdict
+
+logger = logging.getLogger(__name__)
+
+Decision = Literal["allow-once", "allow-always", "deny"]
+_INPUT_REQUIRED_VERSION = "2026-07-28"
+
+
+class ApprovalForm(BaseModel):
+    """The answer the user gives (the elicitation's requestedSchema)."""
+
+    decision: Decision = Field(
+        title="Decision",
+        description="allow-once runs it this time; allow-always also remembers it; deny refuses it.",
+    )
+
+
+class OnceForm(BaseModel):
+    """The answer when every command is asked for (`--ask always`): remembering makes no sense there."""
+
+    decision: Literal["allow-once", "deny"] = Field(
+        title="Decision", description="allow-once runs it this time; deny refuses it."
+    )
+
+
+class Ruling(BaseModel):
+    """What the gate decided without asking (or after a timeout)."""
+
+    decision: Literal["allowed", "refused", "ask-unavailable", "timed-out"]
+    reason: str = ""
+
+
+class ApprovalStore:
+    """approvals.json: binaries and exact command lines the user allowed always; written atomically."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.binaries: set[str] = set()
+        self.commands: set[str] = set()
+        if path.exists():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                logger.warning("%s is unreadable (%s); starting with no saved approvals", path, exc)
+                data = {}
+            self.binaries = set(data.get("binaries", []))
+            self.commands = set(data.get("commands", []))
+
+    def remember(self, verdict: Verdict, command: str) -> str:
+        """Persist what makes `command` pass next time; returns a sentence saying what was remembered."""
+        binaries = {m.binary for m in verdict.misses if m.binary}
+        if all(m.binary for m in verdict.misses):
+            self.binaries |= binaries  # type: ignore[arg-type]  # filtered to non-None just above
+            remembered = "allowed from now on: " + ", ".join(sorted(binaries))  # type: ignore[arg-type]
+        else:
+            self.commands.add(command)
+            remembered = "this exact command is allowed from now on"
+        atomic_write_json(self.path, {"binaries": sorted(self.binaries), "commands": sorted(self.commands)})
+        return remembered
+
+
+def approval_message(command: str, workdir: str, verdict: Verdict | None, always_ask: bool) -> str:
+    """The text the user sees; it names the command and directory, so an answer cannot be reused for another."""
+    lines = ["The assistant wants to run a shell command.", "", f"Command: {command}", f"Directory: {workdir}"]
+    if verdict is not None and verdict.misses:
+        lines.append("Needs approval because:")
+        lines += [f"- {m.reason}" for m in verdict.misses]
+        binaries = sorted({m.binary for m in verdict.misses if m.binary})
+        if binaries and all(m.binary for m in verdict.misses):
+            lines.append("Allow always adds to the allowlist: " + ", ".join(binaries))
+        else:
+            lines.append("Allow always remembers this exact command.")
+    elif always_ask:
+        lines.append("Needs approval because every command is confirmed (--ask always).")
+    return "\n".join(lines)
+
+
+class Deadlines:
+    """When each pending question was first asked, so a late answer on a later round counts as no answer."""
+
+    def __init__(self) -> None:
+        self._asked: dict[str, float] = {}
+
+    def expired(self, key: str, first_round: bool, timeout_s: float) -> bool:
+        now = time.monotonic()
+        for stale in [k for k, t in self._asked.items() if now - t > 10 * timeout_s]:
+            del self._asked[stale]
+        if first_round or key not in self._asked:
+            self._asked[key] = now
+            return False
+        return now - self._asked[key] > timeout_s
+
+    def forget(self, key: str) -> None:
+        self._asked.pop(key, None)
+
+
+def question_key(command: str, workdir: str | None, env: Mapping[str, str] | None) -> str:
+    text = json.dumps([command, workdir, sorted((env or {}).items())])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def uses_input_required(ctx: Context[Any, Any]) -> bool:
+    version = ctx.protocol_version
+    return version is not None and is_version_at_least(version, _INPUT_REQUIRED_VERSION)
+
+
+def can_elicit(ctx: Context[Any, Any]) -> bool:
+    capabilities = ctx.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+async def ask(
+    ctx: Context[Any, Any], message: str, form: type[BaseModel], key: str, deadlines: Deadlines, timeout_s: float
+) -> Ruling | Elicit[Any]:
+    """Ask the user: an Elicit marker on input-required sessions, a direct, time-limited elicitation otherwise."""
+    if not can_elicit(ctx):
+        return Ruling(decision="ask-unavailable")
+    if uses_input_required(ctx):
+        first_round = ctx.input_responses is None and ctx.request_state is None
+        if deadlines.expired(key, first_round, timeout_s):
+            deadlines.forget(key)
+            return Ruling(decision="timed-out")
+        return Elicit(message, form)
+    outcome: ElicitationResult[Any] | None = None
+    with anyio.move_on_after(timeout_s):
+        outcome = await ctx.elicit(message, form)
+    if outcome is None:
+        return Ruling(decision="timed-out")
+    if isinstance(outcome, AcceptedElicitation):
+        return outcome.data  # type: ignore[no-any-return]  # the validated form
+    return Ruling(decision="refused", reason=f"the user's answer was {outcome.action}")

@@ -1,0 +1,144 @@
+"""File tools confined to the roots: read with line numbers, atomic write, exact-match edit, tree listing.
+
+Every path goes through `resolve_inside`, which follows symlinks before comparing, so `..`, absolute paths outside
+and links that lead out are all refused; the server's own state directory is refused even when inside a root.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from hermitcrab.servers._common.files import atomic_write_text
+from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
+
+MAX_LINE = 2_000
+MAX_ENTRIES = 1_000
+_SNIFF = 8_192
+
+
+class Files:
+    """The roots the file tools may touch, and the paths inside them they must not."""
+
+    def __init__(self, roots: Sequence[Path], protected: Sequence[Path] = ()) -> None:
+        self.roots = list(roots)
+        self.protected = [p.resolve() for p in protected]
+
+    def resolve(self, path: str) -> Path:
+        try:
+            resolved = resolve_inside(path, self.roots)
+        except PathOutsideRoots as exc:
+            raise ToolError(f"Refused: {exc}; use a path inside the workspace.") from exc
+        if any(resolved == p or resolved.is_relative_to(p) for p in self.protected):
+            raise ToolError(f"Refused: {path!r} is the exec server's own state, which the assistant may not touch.")
+        return resolved
+
+    def read(self, path: str, offset: int, limit: int) -> str:
+        target = self._existing_file(path)
+        data = target.read_bytes()
+        if _is_binary(data[:_SNIFF]):
+            raise ToolError(
+                f"{path!r} looks like a binary file ({len(data)} bytes); inspect it with exec (e.g. `file` or `xxd`)."
+            )
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        start = max(offset, 1)
+        chosen = lines[start - 1: start - 1 + limit]
+        body = "\n".join(f"{n:>6}\t{_cut(line)}" for n, line in enumerate(chosen, start=start))
+        end = start + len(chosen) - 1
+        if not lines:
+            return f"{path} is empty."
+        if start > len(lines):
+            raise ToolError(f"{path!r} has {len(lines)} lines; offset {offset} is past the end.")
+        if end < len(lines):
+            body += f"\n[lines {start}-{end} of {len(lines)}; pass offset={end + 1} to read on]"
+        return body
+
+    def write(self, path: str, content: str) -> str:
+        target = self.resolve(path)
+        if target.is_dir():
+            raise ToolError(f"{path!r} is a directory; give a file path.")
+        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
+        atomic_write_text(target, content)
+        if mode is not None:
+            os.chmod(target, mode)
+        return f"Wrote {len(content.encode('utf-8'))} bytes to {target}."
+
+    def edit(self, path: str, old_text: str, new_text: str, replace_all: bool) -> str:
+        target = self._existing_file(path)
+        text = target.read_text(encoding="utf-8", errors="surrogateescape")
+        if not old_text:
+            raise ToolError("old_text is empty; give the exact text to replace.")
+        count = text.count(old_text)
+        if count == 0:
+            raise ToolError(f"old_text was not found in {path!r}; read the file again and copy the text exactly.")
+        if count > 1 and not replace_all:
+            raise ToolError(
+                f"old_text occurs {count} times in {path!r}; include more surrounding lines or pass replace_all=true."
+            )
+        updated = text.replace(old_text, new_text) if replace_all else text.replace(old_text, new_text, 1)
+        mode = stat.S_IMODE(target.stat().st_mode)
+        atomic_write_text(target, updated)
+        os.chmod(target, mode)
+        return f"Replaced {count if replace_all else 1} occurrence(s) in {target}."
+
+    def list(self, path: str, depth: int) -> str:
+        target = self.resolve(path)
+        if not target.is_dir():
+            raise ToolError(f"{path!r} is not a directory.")
+        lines: list[str] = [f"{target}/"]
+        self._walk(target, depth, "  ", lines)
+        if len(lines) > MAX_ENTRIES:
+            lines = lines[:MAX_ENTRIES] + [f"[... listing cut at {MAX_ENTRIES} entries; list a subdirectory ...]"]
+        return "\n".join(lines)
+
+    def _walk(self, directory: Path, depth: int, indent: str, lines: list[str]) -> None:
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
+        except OSError as exc:
+            lines.append(f"{indent}[unreadable: {exc.strerror}]")
+            return
+        for entry in entries:
+            if len(lines) > MAX_ENTRIES:
+                return
+            if entry.is_symlink():
+                lines.append(f"{indent}{entry.name} -> {os.readlink(entry.path)}")
+            elif entry.is_dir():
+                lines.append(f"{indent}{entry.name}/")
+                if depth > 1 and entry.name not in (".git", "node_modules", "__pycache__", ".venv"):
+                    self._walk(Path(entry.path), depth - 1, indent + "  ", lines)
+            else:
+                lines.append(f"{indent}{entry.name}  ({_size(entry.stat(follow_symlinks=False).st_size)})")
+
+    def _existing_file(self, path: str) -> Path:
+        target = self.resolve(path)
+        if not target.exists():
+            raise ToolError(f"{path!r} does not exist; list_dir shows what is there.")
+        if not target.is_file():
+            raise ToolError(f"{path!r} is not a regular file.")
+        return target
+
+
+def _is_binary(sample: bytes) -> bool:
+    if b"\x00" in sample:
+        return True
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(sample) - 4  # a character cut at the sample's end is fine
+    return False
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= MAX_LINE else f"{line[:MAX_LINE]} [... {len(line) - MAX_LINE} chars cut]"
+
+
+def _size(size: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024:
+            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024  # type: ignore[assignment]  # reporting only
+    return f"{size:.1f} TB"

@@ -1,0 +1,107 @@
+"""The approval gate in front of `exec`: policy verdict first, then (if needed) the user's answer.
+
+`Gate.resolve` is the `Resolve(...)` resolver of the exec tool's `approval` parameter, so the SDK runs it before
+the tool body on every protocol version. `Gate.decide` turns whatever it produced into "run" or a ToolError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.mcpserver import Context, Elicit
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
+
+from hermitcrab.servers.exec import approvals
+from hermitcrab.servers.exec.approvals import ApprovalForm, ApprovalStore, Deadlines, OnceForm, Ruling
+from hermitcrab.servers.exec.files import Files
+from hermitcrab.servers.exec.policy import Checker, Policy, Verdict
+
+
+class Gate:
+    def __init__(self, policy: Policy, checker: Checker, store: ApprovalStore, files: Files) -> None:
+        self.policy = policy
+        self.checker = checker
+        self.store = store
+        self.files = files
+        self.deadlines = Deadlines()
+
+    def workdir(self, workdir: str | None) -> Path:
+        path = self.files.resolve(workdir or ".")
+        if not path.is_dir():
+            raise ToolError(f"workdir {workdir!r} is not a directory; pass a directory inside the workspace.")
+        return path
+
+    def verdict(self, command: str, workdir: Path, env: Mapping[str, str] | None) -> Verdict:
+        return self.checker.check(command, workdir, env, approved=self.store.binaries)
+
+    async def resolve(
+        self, command: str, workdir: str | None, env: dict[str, str] | None, ctx: Context[Any, Any]
+    ) -> Ruling | BaseModel | Elicit[Any]:
+        """Decide without asking when possible; otherwise ask the user (see approvals.ask)."""
+        if self.policy.security == "deny":
+            return Ruling(decision="refused", reason="exec is disabled on this server (--security deny)")
+        try:
+            directory = self.workdir(workdir)
+        except ToolError as exc:
+            return Ruling(decision="refused", reason=str(exc))
+        verdict = self.verdict(command, directory, env)
+        if verdict.refusal is not None:
+            named = "`" in verdict.refusal  # the policy already quoted the offending segment
+            reason = verdict.refusal if named else f"`{_short(command)}`: {verdict.refusal}"
+            return Ruling(decision="refused", reason=reason + ".")
+        always = self.policy.ask == "always"
+        if not always and (verdict.allowed or command in self.store.commands):
+            return Ruling(decision="allowed")
+        if self.policy.ask == "off":
+            return Ruling(decision="refused", reason=_miss_sentence(verdict))
+        message = approvals.approval_message(command, str(directory), verdict, always)
+        key = approvals.question_key(command, workdir, env)
+        form = OnceForm if always else ApprovalForm
+        return await approvals.ask(ctx, message, form, key, self.deadlines, self.policy.approval_timeout_s)
+
+    def decide(
+        self, outcome: ElicitationResult[Any], command: str, workdir: str | None, env: Mapping[str, str] | None
+    ) -> str | None:
+        """None to run the command, or raise a ToolError; returns a note when an approval was remembered."""
+        self.deadlines.forget(approvals.question_key(command, workdir, env))
+        if not isinstance(outcome, AcceptedElicitation):
+            raise ToolError(f"Refused: the user did not approve `{_short(command)}` ({outcome.action}).")
+        data = outcome.data
+        if isinstance(data, Ruling):
+            return self._ruling(data, command)
+        if isinstance(data, ApprovalForm | OnceForm):
+            if data.decision == "deny":
+                raise ToolError(f"Refused: the user denied `{_short(command)}`; do not retry it, ask what they want.")
+            if data.decision == "allow-always":
+                verdict = self.verdict(command, self.workdir(workdir), env)
+                return "Approved always: " + self.store.remember(verdict, command) + "."
+            return None
+        raise ToolError("Refused: the approval answer could not be understood.")
+
+    def _ruling(self, ruling: Ruling, command: str) -> None:
+        if ruling.decision == "allowed":
+            return None
+        if ruling.decision == "timed-out":
+            seconds = round(self.policy.approval_timeout_s)
+            raise ToolError(f"Refused: nobody approved `{_short(command)}` within {seconds} s; ask the user first.")
+        if ruling.decision == "ask-unavailable":
+            raise ToolError(
+                f"Refused: `{_short(command)}` needs approval but this MCP host cannot ask the user "
+                "(no elicitation support); the user can allow it with --allow NAME."
+            )
+        raise ToolError(f"Refused: {ruling.reason}")
+
+
+def _short(command: str, limit: int = 200) -> str:
+    command = command.strip()
+    return command if len(command) <= limit else command[:limit] + "..."
+
+
+def _miss_sentence(verdict: Verdict) -> str:
+    shown = "; ".join(f"`{_short(m.command, 80)}`: {m.reason}" for m in verdict.misses[:3])
+    more = f" (and {len(verdict.misses) - 3} more)" if len(verdict.misses) > 3 else ""
+    return f"{shown}{more}. Use allowed commands, or the user can allow it with --allow NAME."

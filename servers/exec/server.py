@@ -1,0 +1,213 @@
+"""The hermitcrab-exec MCP server: `exec`, `process` and the file tools, behind the policy gate."""
+
+# No `from __future__ import annotations`: the exec tool's Resolve(gate.resolve) annotation names a local.
+
+import json
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server.elicitation import ElicitationResult
+from mcp.server.mcpserver import Context, MCPServer, Resolve
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from hermitcrab.servers.exec import processes
+from hermitcrab.servers.exec.approvals import ApprovalStore
+from hermitcrab.servers.exec.environment import child_environment
+from hermitcrab.servers.exec.files import Files
+from hermitcrab.servers.exec.gate import Gate
+from hermitcrab.servers.exec.policy import Checker, Policy
+from hermitcrab.servers.exec.processes import ExecResult, LogSlice, ProcessTable, SessionList
+from hermitcrab.servers.exec.runner import Job, Limits, Spec
+from hermitcrab.servers.exec.sandbox import SandboxMode, detect, probe
+
+INSTRUCTIONS = """\
+Run shell commands and edit files inside the user's workspace. Commands run through bash under an allowlist:
+every command in a pipeline or chain must be allowed, otherwise the user is asked to approve it (or it is
+refused). Prefer read_file/write_file/edit_file/list_dir for files. Long-running commands move to the background
+and are managed with the `process` tool."""
+
+
+def default_paths(environ: Mapping[str, str]) -> tuple[Path, Path]:
+    """($HERMITCRAB_HOME/workspace, $HERMITCRAB_HOME/state/exec), HERMITCRAB_HOME defaulting to ~/.hermitcrab."""
+    home = Path(environ.get("HERMITCRAB_HOME") or Path.home() / ".hermitcrab").expanduser()
+    return home / "workspace", home / "state" / "exec"
+
+
+def build_server(
+    roots: Sequence[Path] | None = None,
+    state: Path | None = None,
+    policy: Policy | None = None,
+    *,
+    sandbox: SandboxMode = "auto",
+    network: bool = True,
+    limits: Limits | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> MCPServer:
+    """Build the exec server; raises SandboxUnavailable when `sandbox="bwrap"` cannot work here."""
+    environ = dict(os.environ if environ is None else environ)
+    workspace, default_state = default_paths(environ)
+    roots = [Path(r).expanduser().resolve() for r in (roots or [workspace])]
+    for root in roots:
+        root.mkdir(parents=True, exist_ok=True)
+    state = (state or default_state).expanduser().resolve()
+    policy = policy or Policy()
+    limits = limits or Limits()
+    box = detect(sandbox, network=network)
+    child_env = child_environment(environ, None)
+    checker = Checker(policy, roots, protected=[state], search_path=child_env["PATH"], home=child_env.get("HOME", "/"))
+    files = Files(roots, protected=[state])
+    gate = Gate(policy, checker, ApprovalStore(state / "approvals.json"), files)
+    table = ProcessTable()
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            table.kill_all()
+
+    server = MCPServer("hermitcrab-exec", instructions=INSTRUCTIONS, lifespan=lifespan)
+
+    @server.tool(name="exec")
+    async def exec_tool(
+        command: Annotated[str, Field(description="A bash command line, e.g. `ls -la | grep py`.")],
+        approval: Annotated[ElicitationResult[Any], Resolve(gate.resolve)],
+        workdir: Annotated[str | None, Field(description="Directory to run in, inside the workspace.")] = None,
+        env: Annotated[
+            dict[str, str] | None, Field(description="Extra environment variables (PATH, LD_* and similar refused).")
+        ] = None,
+        timeout_s: Annotated[float, Field(description="Kill the command and its children after this.", gt=0,
+                                          le=86_400)] = 1800,
+        background: Annotated[bool, Field(description="Return at once with a session_id for `process`.")] = False,
+        yield_ms: Annotated[int, Field(description="Move to the background if still running after this.", ge=0)]
+        = 10_000,
+    ) -> ExecResult:
+        """Run a shell command in the workspace and return its exit code and output.
+
+        Output that is too long keeps its head and tail. A command still running after `yield_ms` keeps running
+        in the background: use `process` with the returned session_id. Commands outside the allowlist need the
+        user's approval or are refused with the reason; don't try to work around a refusal.
+        """
+        note = gate.decide(approval, command, workdir, env)
+        directory = gate.workdir(workdir)
+        spec = Spec(command, directory, child_environment(environ, env), timeout_s, limits, box, roots, [state])
+        try:
+            job = Job(spec)
+        except OSError as exc:
+            raise ToolError(f"Could not start bash: {exc.strerror}.") from exc
+        if background:
+            table.add(job)
+            return processes.result(job, sandboxed=box is not None, background=True, note=_join(
+                note, "Started in the background; use `process` (poll, log, write, kill) with its session_id."))
+        try:
+            finished = await job.wait(yield_ms / 1000)
+        except anyio.get_cancelled_exc_class():
+            job.kill()
+            raise
+        if finished:
+            return processes.result(job, sandboxed=box is not None, background=False, note=note)
+        table.add(job)
+        return processes.result(job, sandboxed=box is not None, background=True, note=_join(
+            note, f"Still running after {yield_ms} ms; moved to the background. Use `process` with its session_id."))
+
+    @server.tool()
+    async def process(
+        action: Annotated[Literal["list", "poll", "log", "write", "kill"], Field(
+            description="list: all sessions; poll: status and new output; log: lines of output; "
+                        "write: send data to stdin; kill: stop it and its children.")],
+        session_id: Annotated[str | None, Field(description="From exec; needed by every action but list.")] = None,
+        data: Annotated[str | None, Field(description="For write: text for stdin (add \\n to end a line).")] = None,
+        eof: Annotated[bool, Field(description="For write: close stdin after writing.")] = False,
+        offset: Annotated[int, Field(description="For log: first line (0-based).", ge=0)] = 0,
+        limit: Annotated[int, Field(description="For log: number of lines.", ge=1, le=5000)] = 200,
+        wait_ms: Annotated[int, Field(description="For poll: wait up to this long for the command to end.",
+                                      ge=0, le=60_000)] = 0,
+    ) -> ExecResult | LogSlice | SessionList:
+        """Manage background commands started by `exec`: list, poll, log, write to stdin, or kill."""
+        if action == "list":
+            return table.listing()
+        job = table.get(session_id)
+        if job is None:
+            raise ToolError(f"No session {session_id!r}; `process` with action=list shows the sessions.")
+        if action == "poll":
+            await job.wait(wait_ms / 1000)
+            return processes.poll(job, sandboxed=box is not None)
+        if action == "log":
+            return processes.log(job, offset, limit)
+        if action == "write":
+            return _write(job, data, eof, box is not None)
+        job.kill()
+        await job.wait(5)
+        return processes.result(job, sandboxed=box is not None, background=True)
+
+    @server.tool()
+    def read_file(
+        path: Annotated[str, Field(description="File path, relative to the workspace or absolute inside it.")],
+        offset: Annotated[int, Field(description="First line to read (1-based).", ge=1)] = 1,
+        limit: Annotated[int, Field(description="How many lines.", ge=1, le=10_000)] = 2000,
+    ) -> str:
+        """Read a text file with line numbers (binary files are refused)."""
+        return files.read(path, offset, limit)
+
+    @server.tool()
+    def write_file(
+        path: Annotated[str, Field(description="File path inside the workspace; parent folders are created.")],
+        content: Annotated[str, Field(description="The complete new content of the file.")],
+    ) -> str:
+        """Create or replace a file atomically (a crash never leaves half a file)."""
+        return files.write(path, content)
+
+    @server.tool()
+    def edit_file(
+        path: Annotated[str, Field(description="File path inside the workspace.")],
+        old_text: Annotated[str, Field(description="Exact text to replace, including whitespace.")],
+        new_text: Annotated[str, Field(description="Replacement text.")],
+        replace_all: Annotated[bool, Field(description="Replace every occurrence instead of exactly one.")] = False,
+    ) -> str:
+        """Replace exact text in a file; fails if it is missing, or ambiguous without replace_all."""
+        return files.edit(path, old_text, new_text, replace_all)
+
+    @server.tool()
+    def list_dir(
+        path: Annotated[str, Field(description="Directory inside the workspace.")] = ".",
+        depth: Annotated[int, Field(description="How many levels to descend.", ge=1, le=5)] = 1,
+    ) -> str:
+        """List a directory as a tree with file sizes."""
+        return files.list(path, depth)
+
+    @server.resource("exec://status")
+    def status() -> str:
+        """The effective policy, roots and sandbox state (for `hermitcrab doctor`)."""
+        return json.dumps({
+            "security": policy.security, "ask": policy.ask, "allow": sorted(checker.allowlist.paths),
+            "approval_timeout_s": policy.approval_timeout_s, "roots": [str(r) for r in roots],
+            "sandbox": "bwrap" if box is not None else "none",
+            "sandbox_problem": None if box is not None or sandbox == "none" else probe(),
+            "network": network,
+        }, indent=2)
+
+    return server
+
+
+def _write(job: Job, data: str | None, eof: bool, sandboxed: bool) -> ExecResult:
+    if data is None and not eof:
+        raise ToolError("Pass `data` to write (or eof=true to close stdin).")
+    payload = (data or "").encode("utf-8")
+    try:
+        written = job.write(payload, eof)
+    except (BrokenPipeError, OSError) as exc:
+        raise ToolError(f"Session {job.id} no longer reads its input ({job.status}).") from exc
+    result = processes.poll(job, sandboxed=sandboxed)
+    note = f"Wrote {written} of {len(payload)} bytes" + ("; stdin closed." if eof else ".")
+    if written < len(payload):
+        note += " The process is not reading its input; retry later."
+    return result.model_copy(update={"note": note})
+
+
+def _join(*notes: str | None) -> str | None:
+    return " ".join(n for n in notes if n) or None

@@ -1,0 +1,91 @@
+"""`hermitcrab-memory`: run the memory MCP server over stdio (default) or streamable HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.progress import Progress
+
+from hermitcrab.servers._common.serve import serve
+
+from .embed import DEFAULT_EMBEDDER, EMBEDDER_HELP, make_embedder
+from .server import build_server
+
+
+def _home() -> Path:
+    return Path(os.environ.get("HERMITCRAB_HOME", "~/.hermitcrab")).expanduser()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hermitcrab-memory",
+        description="Markdown long-term memory with hybrid (BM25 + vector) search, as an MCP server.",
+    )
+    parser.add_argument("--workspace", type=Path, help="folder holding MEMORY.md and memory/ "
+                        "(default: $HERMITCRAB_HOME/workspace)")
+    parser.add_argument("--state", type=Path, help="where the rebuildable index lives "
+                        "(default: $HERMITCRAB_HOME/state/memory)")
+    parser.add_argument("--embedder", default=DEFAULT_EMBEDDER, help=EMBEDDER_HELP)
+    parser.add_argument("--extra-path", type=Path, action="append", default=[],
+                        help="another Markdown file or folder to index (repeatable)")
+    parser.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    return parser
+
+
+def _progress_bar() -> Callable[[int], Callable[[int], None]] | None:
+    """A rich progress bar on stderr for long indexing; None when stderr is not a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def start(total: int) -> Callable[[int], None]:
+        bar = Progress(transient=True, console=None, redirect_stdout=False, redirect_stderr=False)
+        bar.console.stderr = True
+        task = bar.add_task("embedding memory", total=total)
+        bar.start()
+        done = 0
+
+        def advance(count: int) -> None:
+            nonlocal done
+            done += count
+            bar.update(task, advance=count)
+            if done >= total:
+                bar.stop()
+
+        return advance
+
+    return start
+
+
+@contextmanager
+def _clean_exit() -> Iterator[None]:
+    try:
+        yield
+    except KeyboardInterrupt:
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    home = _home()
+    try:
+        embedder = make_embedder(args.embedder, os.environ.get("OPENAI_API_KEY"))
+    except ValueError as exc:
+        _parser().error(str(exc))
+    server = build_server(
+        workspace=args.workspace or home / "workspace",
+        state=args.state or home / "state" / "memory",
+        embedder=embedder,
+        extra_paths=tuple(args.extra_path),
+        progress=_progress_bar(),
+    )
+    with _clean_exit():
+        serve(server, args.http)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""The memory MCP server: search, read and append Markdown memory; the index follows the files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated
+
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from hermitcrab.servers._common.paths import PathOutsideRoots
+
+from . import files as memfiles
+from .embed import Embedder
+from .index import MemoryIndex, ProgressFactory
+from .ranking import RankSettings
+from .watcher import Watcher
+
+INSTRUCTIONS = (
+    "Long-term memory kept as Markdown files (MEMORY.md, USER.md, memory/YYYY-MM-DD.md daily logs). "
+    "Search it before answering anything about past conversations, work, decisions, dates, people, "
+    "preferences or todos; write down what is worth remembering with memory_append."
+)
+
+
+class SearchHit(BaseModel):
+    path: str = Field(description="File path relative to the workspace; pass it to memory_get for more.")
+    start_line: int = Field(description="First line (1-based) of the snippet in the file.")
+    end_line: int = Field(description="Last line of the snippet in the file.")
+    score: float = Field(description="Relevance from 0 to 1 (1: first place for both words and meaning).")
+    snippet: str = Field(description="The matching lines with their neighbours, under a [date · heading] line.")
+
+
+class SearchResults(BaseModel):
+    results: list[SearchHit]
+
+
+class FileText(BaseModel):
+    path: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    text: str
+
+
+class Appended(BaseModel):
+    path: str = Field(description="The file written, relative to the workspace.")
+    start_line: int
+    end_line: int
+
+
+class Status(BaseModel):
+    workspace: str
+    files: int
+    chunks: int
+    embedder: str
+    model: str | None
+    vectors_cached: int
+    last_sync: str | None = Field(description="When the index last caught up with the files (UTC, ISO 8601).")
+    last_sync_seconds: float
+    fresh: bool = Field(description="True when no file has changed since the last sync.")
+    skipped: dict[str, str] = Field(description="Files left out of the index, with the reason.")
+    warnings: list[str]
+    last_error: str | None
+
+
+class _Memory:
+    """The index plus the lock that makes syncs and searches from several threads take turns."""
+
+    def __init__(self, index: MemoryIndex, progress: ProgressFactory | None) -> None:
+        self.index = index
+        self.progress = progress
+        self.lock = threading.RLock()
+
+    def sync(self) -> None:
+        with self.lock:
+            try:
+                self.index.sync(self.progress)
+            except Exception as exc:  # recorded for memory_status, then raised for the caller to see
+                self.index.last_error = f"{type(exc).__name__}: {exc}"
+                raise
+            self.index.last_error = None
+
+
+def build_server(
+    workspace: Path,
+    state: Path,
+    embedder: Embedder | None,
+    extra_paths: tuple[Path, ...] = (),
+    settings: RankSettings | None = None,
+    progress: ProgressFactory | None = None,
+    watch: bool = True,
+) -> MCPServer:
+    """The memory server for `workspace`, keeping its derived index under `state`."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    roots = memfiles.MemoryRoots(workspace.resolve(), tuple(path.resolve() for path in extra_paths))
+    memory = _Memory(MemoryIndex(roots, state, embedder, settings), progress)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+        watcher = Watcher([roots.workspace, *roots.extra], memory.sync) if watch else None
+        if watcher is not None:
+            watcher.start()
+        threading.Thread(target=memory.sync, name="memory-initial-sync", daemon=True).start()
+        try:
+            yield
+        finally:
+            if watcher is not None:
+                await anyio.to_thread.run_sync(watcher.stop)
+
+    server = MCPServer("hermitcrab-memory", instructions=INSTRUCTIONS, lifespan=lifespan)
+
+    @server.tool()
+    def memory_search(
+        query: Annotated[str, Field(description="What to look for, in natural words: names, topics, events.")],
+        max_results: Annotated[int, Field(ge=1, le=50, description="How many results to return.")] = 6,
+        min_score: Annotated[float, Field(ge=0, le=1, description="Drop results scoring below this.")] = 0.0,
+    ) -> SearchResults:
+        """Search long-term memory (MEMORY.md, USER.md, daily logs) by words and meaning.
+
+        Use it before answering about past work, decisions, dates, people, preferences or todos. Each result
+        shows the matching lines with their neighbours under their date and heading; read more with memory_get.
+        """
+        if not query.strip():
+            raise ToolError("The query is empty: say what to look for, e.g. 'dentist appointment'.")
+        memory.sync()
+        with memory.lock:
+            found = memory.index.search(query, max_results, min_score)
+        return SearchResults(results=[SearchHit.model_validate(item) for item in found])
+
+    @server.tool()
+    def memory_get(
+        path: Annotated[str, Field(description="A memory file, e.g. 'MEMORY.md' or 'memory/2025-01-31.md'.")],
+        start_line: Annotated[int, Field(ge=1, description="First line to return (1-based).")] = 1,
+        lines: Annotated[int | None, Field(ge=1, description="How many lines; all the rest when omitted.")] = None,
+        line_numbers: Annotated[bool, Field(description="Prefix each line with its number.")] = False,
+    ) -> FileText:
+        """Read a memory file, or part of it (e.g. around a memory_search result's start_line)."""
+        target = _resolve(roots, path)
+        if not target.is_file():
+            raise ToolError(f"{path} does not exist; memory_search lists the memory files that do.")
+        try:
+            all_lines = memfiles.read_text(target).splitlines()
+        except memfiles.UnreadableFile as exc:
+            raise ToolError(f"{path} cannot be read as text ({exc}).") from exc
+        chosen = all_lines[start_line - 1 : start_line - 1 + lines if lines else None]
+        text = memfiles.numbered(chosen, start_line) if line_numbers else "\n".join(chosen)
+        end = start_line + len(chosen) - 1 if chosen else start_line - 1
+        return FileText(path=roots.relative(target), start_line=start_line, end_line=end,
+                        total_lines=len(all_lines), text=text)
+
+    @server.tool()
+    def memory_append(
+        text: Annotated[str, Field(description="What to remember, as Markdown (a line, bullets or a paragraph).")],
+        path: Annotated[
+            str | None,
+            Field(description="Omit for today's daily log; or 'MEMORY.md' for lasting facts; or 'memory/<topic>.md'."),
+        ] = None,
+    ) -> Appended:
+        """Write something down in long-term memory; it is searchable at once.
+
+        Daily logs get a time heading; nothing already written is ever changed or truncated.
+        """
+        if not text.strip():
+            raise ToolError("The text is empty: give the note to append.")
+        now = dt.datetime.now()
+        rel = path or f"{memfiles.MEMORY_DIR}/{now:%Y-%m-%d}.md"
+        target = _resolve(roots, rel)
+        heading = f"{now:%H:%M}" if memfiles.file_date(roots.relative(target)) else None
+        first, last = memfiles.append_entry(target, text, heading, state)
+        memory.sync()
+        return Appended(path=roots.relative(target), start_line=first, end_line=last)
+
+    @server.tool()
+    def memory_status() -> Status:
+        """Report the memory index: files and chunks indexed, embedder, freshness, skipped files, last error."""
+        index = memory.index
+        pending = memfiles.discover(roots)
+        known = {rel: record.stat for rel, record in index.files.items()}
+        fresh = index.last_sync is not None and all(
+            known.get(rel) == stat for rel, stat in pending.items() if rel not in index.errors
+        ) and set(known) <= set(pending)
+        last = dt.datetime.fromtimestamp(index.last_sync, dt.UTC).isoformat() if index.last_sync else None
+        return Status(
+            workspace=str(roots.workspace),
+            files=len(index.files),
+            chunks=index.chunk_count(),
+            embedder=embedder.name if embedder else "none",
+            model=embedder.model if embedder else None,
+            vectors_cached=index.vectors.cached if index.vectors else 0,
+            last_sync=last,
+            last_sync_seconds=round(index.last_report.seconds, 3),
+            fresh=fresh,
+            skipped=dict(index.errors),
+            warnings=list(index.warnings),
+            last_error=index.last_error,
+        )
+
+    return server
+
+
+def _resolve(roots: memfiles.MemoryRoots, path: str) -> Path:
+    try:
+        return roots.resolve(path)
+    except PathOutsideRoots as exc:
+        raise ToolError(
+            f"{path} is not a memory file: use MEMORY.md, USER.md or a .md file under memory/ ({exc})."
+        ) from exc

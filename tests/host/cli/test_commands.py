@@ -1,0 +1,88 @@
+"""The CLI commands that need no model: init, mcp-config, doctor, --help."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hermitcrab.host.cli.app import app
+from tests.support.fake_llm import running_fake_llm
+
+runner = CliRunner()
+TEST_SERVER = str(Path(__file__).parents[2] / "support" / "mcp_test_server.py")
+
+
+def test_init_copies_templates_without_overwriting(hermitcrab_home: Path):
+    (hermitcrab_home / "workspace").mkdir()
+    (hermitcrab_home / "workspace" / "SOUL.md").write_text("my own soul")
+
+    result = runner.invoke(app, ["init"])
+
+    assert result.exit_code == 0, result.output
+    workspace = hermitcrab_home / "workspace"
+    assert (workspace / "SOUL.md").read_text() == "my own soul"
+    assert {p.name for p in workspace.glob("*.md")} == {
+        "AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"
+    }
+    config = tomllib.loads((hermitcrab_home / "config.toml").read_text())
+    assert config["mcpServers"]["memory"]["args"][:2] == ["--workspace", str(workspace)]
+
+
+def test_init_twice_keeps_everything(hermitcrab_home: Path):
+    runner.invoke(app, ["init"])
+    (hermitcrab_home / "config.toml").write_text("# mine\n")
+
+    result = runner.invoke(app, ["init"])
+
+    assert result.exit_code == 0 and "kept" in result.output
+    assert (hermitcrab_home / "config.toml").read_text() == "# mine\n"
+
+
+def test_mcp_config_prints_a_claude_desktop_snippet():
+    result = runner.invoke(app, ["mcp-config", "memory"])
+
+    assert result.exit_code == 0
+    entry = json.loads(result.output)["mcpServers"]["memory"]
+    assert entry["command"].endswith("hermitcrab-memory")
+
+
+def test_mcp_config_rejects_unknown_names():
+    result = runner.invoke(app, ["mcp-config", "toaster"])
+
+    assert result.exit_code == 2
+    assert "unknown server 'toaster'" in result.output
+
+
+@pytest.mark.parametrize("command", ["chat", "ask", "init", "doctor", "mcp-config"])
+def test_every_command_has_help(command: str):
+    result = runner.invoke(app, [command, "--help"])
+
+    assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_doctor_checks_provider_and_servers(hermitcrab_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    desktop = tmp_path / "desktop.json"
+    desktop.write_text(json.dumps({"mcpServers": {
+        "kit": {"command": sys.executable, "args": [TEST_SERVER]},
+        "broken": {"command": "/nonexistent/server"},
+    }}))
+    with running_fake_llm() as llm:
+        monkeypatch.setenv("HERMITCRAB_LLM_BASE_URL", llm.url)
+        result = runner.invoke(app, ["doctor", "--mcp-config", str(desktop)], env={"COLUMNS": "200"})
+
+    assert result.exit_code == 1, result.output
+    assert "answered HTTP 200" in result.output
+    assert "kit" in result.output and "tools: echo" in result.output
+    assert "did not start" in result.output and "No such file" in result.output
+
+
+def test_doctor_without_provider_fails_with_guidance(hermitcrab_home: Path):
+    result = runner.invoke(app, ["doctor"], env={"COLUMNS": "200"})
+
+    assert result.exit_code == 1
+    assert "No LLM provider is configured" in result.output

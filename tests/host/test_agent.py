@@ -1,0 +1,63 @@
+"""The agent over a real stdio MCP server: two turns with the server killed in between."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+
+from hermitcrab.host.agent import Agent
+from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
+from hermitcrab.host.events import Event, Target
+from hermitcrab.host.gateway import Gateway
+from hermitcrab.host.pool import McpPool
+from hermitcrab.host.session import SessionStore
+from tests.support.scripted_provider import ScriptedProvider
+
+TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
+ROOM = Target("test", "room")
+
+
+class Sink:
+    name = "test"
+
+    async def send(self, target: Target, text: str) -> None:
+        return None
+
+    async def typing(self, target: Target) -> None:
+        return None
+
+
+async def test_a_server_killed_between_two_turns_is_restarted(tmp_path: Path):
+    provider = ScriptedProvider().call(("t1", "pid", {})).say("first").call(("t2", "pid", {})).say("second")
+    kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
+    settings = Settings(home=tmp_path, providers=(), servers=(kit,), agent=AgentSettings())
+
+    async with McpPool(settings.servers) as pool:
+        gateway = Gateway(Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")), {"test": Sink()}, ask_timeout_s=1)
+        await gateway.process(Event("message", "turn one", ROOM))
+        first_pid = int(provider.seen[1]["messages"][-1].content)
+        os.kill(first_pid, signal.SIGKILL)
+        with anyio.fail_after(10):
+            while pool.handles["kit"].restarts == 0:
+                await anyio.sleep(0.02)
+        await gateway.process(Event("message", "turn two", ROOM))
+
+    second = provider.seen[3]["messages"][-1]
+    assert not second.is_error
+    assert int(second.content) != first_pid
+
+
+async def test_system_prompt_carries_runtime_facts(tmp_path: Path):
+    provider = ScriptedProvider().say("ok")
+    settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings(timezone="Asia/Tokyo"))
+    agent = Agent(settings, provider, None, SessionStore(tmp_path / "sessions"))
+
+    await Gateway(agent, {"test": Sink()}, ask_timeout_s=1).process(Event("message", "hi", ROOM))
+
+    system = provider.seen[0]["system"]
+    assert "(JST)" in system and "Channel: test" in system and "ask_user, message" in system
+    assert "[missing: AGENTS.md does not exist in the workspace]" in system

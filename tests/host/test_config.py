@@ -1,0 +1,86 @@
+"""Settings come from config.toml, Claude Desktop JSON and the environment, in a documented order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hermitcrab.host.config import load_settings
+from hermitcrab.host.errors import ConfigError
+
+
+def test_environment_profile_comes_first_and_vendor_keys_are_honoured(tmp_path: Path):
+    env = {
+        "HERMITCRAB_HOME": str(tmp_path),
+        "HERMITCRAB_LLM_BASE_URL": "http://127.0.0.1:9/v1/",
+        "HERMITCRAB_MODEL": "local",
+        "OPENAI_API_KEY": "sk-vendor",
+    }
+    (tmp_path / "config.toml").write_text('[[providers]]\nkind = "anthropic"\napi_key_env = "MY_KEY"\n')
+
+    settings = load_settings({**env, "MY_KEY": "ak"})
+
+    first, second = settings.providers
+    assert (first.kind, first.base_url, first.model, first.api_key) == ("openai", "http://127.0.0.1:9/v1", "local", "sk-vendor")
+    assert (second.kind, second.api_key, second.base_url) == ("anthropic", "ak", "https://api.anthropic.com")
+
+
+def test_vendor_keys_alone_configure_a_provider(tmp_path: Path):
+    settings = load_settings({"HERMITCRAB_HOME": str(tmp_path), "ANTHROPIC_API_KEY": "ak"})
+
+    assert [p.kind for p in settings.providers] == ["anthropic"]
+
+
+def test_no_provider_gives_precise_guidance(tmp_path: Path):
+    settings = load_settings({"HERMITCRAB_HOME": str(tmp_path)})
+
+    with pytest.raises(ConfigError, match="HERMITCRAB_LLM_BASE_URL"):
+        settings.require_provider()
+
+
+def test_claude_desktop_json_replaces_configured_servers(tmp_path: Path):
+    (tmp_path / "config.toml").write_text('[mcpServers.memory]\ncommand = "hermitcrab-memory"\n')
+    desktop = tmp_path / "claude_desktop_config.json"
+    desktop.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "fs": {"command": "npx", "args": ["-y", "server-filesystem", "/tmp"], "env": {"A": "1"}},
+                    "remote": {"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer x"}},
+                    "off": {"command": "x", "disabled": True},
+                    "picky": {"command": "y", "enabled_tools": ["read"], "disabled_tools": ["write"], "timeout_s": 5},
+                }
+            }
+        )
+    )
+
+    settings = load_settings({"HERMITCRAB_HOME": str(tmp_path)}, mcp_config=desktop)
+
+    fs, remote, picky = settings.servers
+    assert (fs.name, fs.command, fs.args, dict(fs.env)) == ("fs", "npx", ("-y", "server-filesystem", "/tmp"), {"A": "1"})
+    assert remote.url == "http://127.0.0.1:8000/mcp" and remote.headers["Authorization"] == "Bearer x"
+    assert picky.allows("read") and not picky.allows("write") and not picky.allows("other")
+    assert picky.timeout_s == 5
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[mcpServers.bad]\nargs = []\n", "exactly one of 'command' or 'url'"),
+        ("[[providers]]\nkind = \"gemini\"\n", "unknown provider kind"),
+        ("[[providers]]\nmodel = \"x\"\ntemprature = 1\n", "unknown keys: temprature"),
+        ("not toml = = =", "config.toml"),
+    ],
+)
+def test_bad_config_is_a_clear_error(tmp_path: Path, content: str, message: str):
+    (tmp_path / "config.toml").write_text(content)
+
+    with pytest.raises(ConfigError, match=message):
+        load_settings({"HERMITCRAB_HOME": str(tmp_path)})
+
+
+def test_missing_mcp_config_file_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_settings({"HERMITCRAB_HOME": str(tmp_path)}, mcp_config=tmp_path / "nope.json")

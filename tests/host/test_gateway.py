@@ -1,0 +1,136 @@
+"""The gateway: ask_user round trips through a channel, slash commands, per-session order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hermitcrab.host.agent import Agent
+from hermitcrab.host.config import AgentSettings, Settings
+from hermitcrab.host.events import Event, Target
+from hermitcrab.host.gateway import Gateway
+from hermitcrab.host.session import SessionStore
+from tests.support.scripted_provider import ScriptedProvider
+
+ROOM = Target("test", "room-1", "alice")
+
+
+class RecordingChannel:
+    name = "test"
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[Target, str]] = []
+        self.new_message = anyio.Event()
+
+    async def send(self, target: Target, text: str) -> None:
+        self.sent.append((target, text))
+        self.new_message.set()
+        self.new_message = anyio.Event()
+
+    async def typing(self, target: Target) -> None:
+        return None
+
+    async def next_message(self) -> str:
+        with anyio.fail_after(5):
+            await self.new_message.wait()
+        return self.sent[-1][1]
+
+
+def agent(home: Path, provider: ScriptedProvider, **agent_settings: float) -> Agent:
+    settings = Settings(home=home, providers=(), servers=(), agent=AgentSettings(**agent_settings))
+    return Agent(settings, provider, None, SessionStore(home / "state" / "sessions"))
+
+
+@pytest.fixture
+def channel() -> RecordingChannel:
+    return RecordingChannel()
+
+
+async def test_ask_user_sends_the_question_and_returns_the_next_message(tmp_path: Path, channel: RecordingChannel):
+    provider = ScriptedProvider().call(("q1", "ask_user", {"question": "Tea or coffee?", "choices": ["tea", "coffee"]})).say("Tea it is.")
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=5)
+
+    async with anyio.create_task_group() as group:
+        await group.start(gateway.serve)
+        await gateway.submit(Event("message", "order me a drink", ROOM))
+        question = await channel.next_message()
+        await gateway.submit(Event("message", "tea", ROOM))
+        reply = await channel.next_message()
+        group.cancel_scope.cancel()
+
+    assert question.startswith("Tea or coffee?") and "- coffee" in question
+    assert reply == "Tea it is."
+    answer = provider.seen[1]["messages"][-1]
+    assert (answer.tool_call_id, answer.content, answer.is_error) == ("q1", "tea", False)
+
+
+async def test_ask_user_times_out_into_an_error_result(tmp_path: Path, channel: RecordingChannel):
+    provider = ScriptedProvider().call(("q1", "ask_user", {"question": "Anyone there?"})).say("No answer.")
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=0.2)
+
+    reply = await gateway.process(Event("message", "hello", ROOM))
+
+    assert reply == "No answer."
+    assert provider.seen[1]["messages"][-1].is_error
+
+
+async def test_message_tool_sends_now(tmp_path: Path, channel: RecordingChannel):
+    provider = ScriptedProvider().call(("m1", "message", {"text": "working on it"})).say("done")
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=1)
+
+    await gateway.process(Event("message", "long job", ROOM))
+
+    assert [text for _, text in channel.sent] == ["working on it", "done"]
+
+
+async def test_commands_new_status_and_context(tmp_path: Path, channel: RecordingChannel):
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "SOUL.md").write_text("be kind")
+    provider = ScriptedProvider().say("hi there")
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=1)
+
+    await gateway.process(Event("message", "hello", ROOM))
+    status = await gateway.process(Event("message", "/status", ROOM))
+    context = await gateway.process(Event("message", "/context", ROOM))
+    fresh = await gateway.process(Event("message", "/new", ROOM))
+
+    assert "Model: scripted" in (status or "") and "Tokens used: 100 in / 10 out" in (status or "")
+    assert "- SOUL.md: 7 chars" in (context or "") and "- AGENTS.md: missing" in (context or "")
+    assert (fresh or "").startswith("Started a new session")
+    assert gateway.agent.session("main").messages() == []
+
+
+async def test_events_of_one_session_run_in_order(tmp_path: Path, channel: RecordingChannel):
+    provider = ScriptedProvider().say("one").say("two").say("three")
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=1)
+
+    async with anyio.create_task_group() as group:
+        await group.start(gateway.serve)
+        for text in ("a", "b", "c"):
+            await gateway.submit(Event("message", text, ROOM))
+        while len(channel.sent) < 3:
+            await channel.next_message()
+        group.cancel_scope.cancel()
+
+    assert [text for _, text in channel.sent] == ["one", "two", "three"]
+    assert [s["messages"][-1].content for s in provider.seen] == ["a", "b", "c"]
+
+
+async def test_a_failed_turn_is_reported_and_the_session_goes_on(tmp_path: Path, channel: RecordingChannel):
+    provider = ScriptedProvider().say("second works")
+    provider.replies.insert(0, None)  # type: ignore[arg-type]  # makes the first turn crash inside the loop
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=1)
+
+    async with anyio.create_task_group() as group:
+        await group.start(gateway.serve)
+        await gateway.submit(Event("message", "first", ROOM))
+        await gateway.submit(Event("message", "second", ROOM))
+        while len(channel.sent) < 2:
+            await channel.next_message()
+        group.cancel_scope.cancel()
+
+    assert channel.sent[0][1].startswith("Sorry, that turn failed")
+    assert channel.sent[1][1] == "second works"
+    assert gateway.failures == 1

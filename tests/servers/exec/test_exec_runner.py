@@ -1,0 +1,114 @@
+"""Running commands: process groups, timeouts that kill the whole tree, bounded output, safe decoding."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+
+from hermitcrab.servers.exec.environment import child_environment
+from hermitcrab.servers.exec.output import OutputBuffer, clean, render
+from hermitcrab.servers.exec.runner import Job, Limits, Spec, descendants
+
+
+def spec(workspace: Path, command: str, timeout_s: float = 10, **limits: int) -> Spec:
+    env = child_environment({**os.environ, "OPENAI_API_KEY": "sk-secret"}, None)
+    return Spec(command, workspace, env, timeout_s, Limits(**limits), None, [workspace])
+
+
+def alive_with(marker: str) -> list[int]:
+    """Live (non-zombie) processes whose command line contains `marker`."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            status = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and status != b"Z":
+            pids.append(int(entry))
+    return pids
+
+
+async def test_runs_and_captures_both_streams(workspace: Path) -> None:
+    job = Job(spec(workspace, "echo out; echo err >&2; exit 3"))
+    assert await job.wait(10)
+    assert (job.status, job.exit_code) == ("exited", 3)
+    assert render(job.stdout, 100).text == "out\n"
+    assert render(job.stderr, 100).text == "err\n"
+
+
+async def test_secrets_in_the_server_environment_do_not_reach_commands(workspace: Path) -> None:
+    job = Job(spec(workspace, "env"))
+    assert await job.wait(10)
+    text = render(job.stdout, 100_000).text
+    assert "sk-secret" not in text and "OPENAI_API_KEY" not in text
+    assert "GIT_CONFIG_KEY_0=core.hooksPath" in text
+
+
+async def test_timeout_kills_children_and_grandchildren(workspace: Path) -> None:
+    marker = "37.7311"
+    command = f"sleep {marker} & bash -c 'sleep {marker} & sleep {marker}' & sleep {marker}"
+    job = Job(spec(workspace, command, timeout_s=0.5))
+    with anyio.fail_after(10):
+        assert await job.wait(10)
+    assert job.status == "timed_out"
+    with anyio.fail_after(5):
+        while alive_with(marker):
+            await anyio.sleep(0.05)
+    assert descendants(job.pid) == []
+
+
+async def test_leftover_background_processes_die_with_the_command(workspace: Path) -> None:
+    marker = "41.2291"
+    job = Job(spec(workspace, f"sleep {marker} & echo started"))
+    assert await job.wait(10)
+    assert job.status == "exited"
+    with anyio.fail_after(5):
+        while alive_with(marker):
+            await anyio.sleep(0.05)
+
+
+async def test_huge_output_is_cut_not_buffered(workspace: Path) -> None:
+    job = Job(spec(workspace, "yes 0123456789 | head -c 30000000; echo END", output_bytes=10_000))
+    with anyio.fail_after(20):
+        assert await job.wait(20)
+    head, cut, tail = job.stdout.snapshot()
+    assert len(head) + len(tail) == 10_000
+    assert cut == 30_000_004 - 10_000
+    rendered = render(job.stdout, 3_000)
+    assert rendered.text.startswith("0123456789") and rendered.text.rstrip().endswith("END")
+    assert rendered.cut_bytes == 30_000_004 - 3_000
+    assert len(rendered.text) < 3_200
+
+
+async def test_stdin_can_be_written(workspace: Path) -> None:
+    job = Job(spec(workspace, "read line; echo got:$line"))
+    assert job.write(b"hello\n") == 6
+    assert await job.wait(10)
+    assert render(job.stdout, 100).text == "got:hello\n"
+
+
+async def test_resource_limits_apply(workspace: Path) -> None:
+    job = Job(spec(workspace, "ulimit -v; ulimit -f", memory_mb=512, file_size_mb=1))
+    assert await job.wait(10)
+    assert render(job.stdout, 100).text.split() == [str(512 * 1024), "1024"]
+
+
+def test_decoding_is_safe() -> None:
+    raw = b"ok \xff\xfe bad\r\n\x1b[31mred\x1b[0m\nprogress 10%\rprogress 100%\n" + b"x" * 5000
+    text = clean(raw)
+    assert "\ufffd" in text and "\x1b" not in text and "red" in text
+    assert "progress 100%" in text and "progress 10%" not in text
+    assert "chars cut" in text.splitlines()[-1]
+
+
+def test_buffer_since_reports_cut_bytes() -> None:
+    buffer = OutputBuffer(keep=10)
+    buffer.write(b"abcde" + b"X" * 100 + b"vwxyz")
+    assert buffer.since(0) == (b"abcdevwxyz", 100)
+    assert buffer.since(50) == (b"vwxyz", 55)
+    assert buffer.since(108) == (b"yz", 0)

@@ -1,0 +1,48 @@
+"""The dependency rules of the layout, checked by walking every module's imports."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+
+
+def imports(path: Path) -> set[str]:
+    """Absolute `hermitcrab.*` names imported by a module, with relative imports resolved."""
+    package = ["hermitcrab", *path.relative_to(ROOT).parent.parts]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            found.add(".".join([*base, *(node.module or "").split(".")]).strip("."))
+    return {name for name in found if name.startswith("hermitcrab")}
+
+
+def modules(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", modules("servers"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_servers_import_only_themselves_and_common(path: Path):
+    own = "hermitcrab.servers." + path.relative_to(ROOT / "servers").parts[0]
+    for name in imports(path):
+        assert name.startswith((own, "hermitcrab.servers._common")), f"{path} imports {name}"
+
+
+@pytest.mark.parametrize("path", modules("host"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_host_never_imports_a_server_and_only_the_cli_knows_channels(path: Path):
+    for name in imports(path):
+        assert not name.startswith("hermitcrab.servers"), f"{path} imports {name}"
+        if "cli" not in path.parts:
+            assert not name.startswith("hermitcrab.channels"), f"{path} imports {name}"
+
+
+@pytest.mark.parametrize("path", modules("channels"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_channels_import_only_host_events(path: Path):
+    for name in imports(path):
+        assert name.startswith(("hermitcrab.channels", "hermitcrab.host.events")), f"{path} imports {name}"
