@@ -24,7 +24,7 @@ class TerminalChannel:
         self.console = console or Console()
 
     async def send(self, target: Target, text: str) -> None:
-        self.console.print(Markdown(text))
+        self.console.print(Markdown(hard_breaks(text)))
 
     async def typing(self, target: Target) -> None:
         self.console.print("[dim]…thinking[/dim]")
@@ -32,6 +32,18 @@ class TerminalChannel:
     def tool_activity(self, name: str, arguments: dict[str, Any]) -> None:
         shown = json.dumps(arguments, ensure_ascii=False)
         self.console.print(f"[dim]  ↳ {name} {shown[:100]}{'…' if len(shown) > 100 else ''}[/dim]")
+
+
+def hard_breaks(text: str) -> str:
+    """Keep the line breaks chat replies rely on, which Markdown would fold into one paragraph (not in code)."""
+    lines = text.split("\n")
+    in_code = False
+    for index, line in enumerate(lines):
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        elif not in_code and line.strip():
+            lines[index] = line + "  "
+    return "\n".join(lines)
 
 
 register("terminal", TerminalChannel)

@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from zoneinfo import ZoneInfo
 
+from anyio.abc import ObjectReceiveStream
+
 from .config import Settings
 from .events import Event
 from .host_tools import Conversation, HostToolbox
 from .loop import Activity, TurnResult, run_turn
 from .persona import PersonaFile, load_persona, render_persona
-from .pool import McpPool
+from .pool import McpPool, ServerEvent
 from .providers.base import Provider
 from .session import Session, SessionStore
 
@@ -30,6 +32,7 @@ class Agent:
     provider: Provider
     pool: McpPool | None
     store: SessionStore
+    server_events: ObjectReceiveStream[ServerEvent] | None = None
     clock: Clock = field(default=lambda: dt.datetime.now().astimezone())
     last_persona: dict[str, list[PersonaFile]] = field(default_factory=dict)
     last_context_chars: dict[str, int] = field(default_factory=dict)

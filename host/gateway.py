@@ -35,7 +35,9 @@ class BoundConversation:
         return await self.gateway.ask(self.target, question, choices)
 
     async def send(self, text: str, channel: str | None = None, to: str | None = None) -> None:
-        target = replace(self.target, channel=channel or self.target.channel, conversation=to or self.target.conversation)
+        target = replace(
+            self.target, channel=channel or self.target.channel, conversation=to or self.target.conversation
+        )
         await self.gateway.deliver(target, text)
 
 
@@ -58,6 +60,7 @@ class Gateway:
         self._questions: dict[tuple[str, str], _Question] = {}
         self._queues: dict[str, MemoryObjectSendStream[Event]] = {}
         self._group: TaskGroup | None = None
+        self._pending: dict[str, int] = {}
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run session workers until cancelled; start it with `await group.start(gateway.serve)`."""
@@ -80,7 +83,12 @@ class Gateway:
             send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=100)
             self._queues[event.session_key] = queue = send
             self._group.start_soon(self._worker, receive)
+        self._pending[event.session_key] = self._pending.get(event.session_key, 0) + 1
         await queue.send(event)
+
+    def pending(self, session_key: str) -> int:
+        """Events of this session queued or running."""
+        return self._pending.get(session_key, 0)
 
     async def process(self, event: Event, *, deliver: bool = True) -> str | None:
         """Run one event to completion and deliver its reply (unless told not to); returns the reply."""
@@ -136,6 +144,8 @@ class Gateway:
                     self.failures += 1
                     logger.exception("turn failed for session %s", event.session_key)
                     await self._report_failure(event, exc)
+                finally:
+                    self._pending[event.session_key] -= 1
 
     async def _report_failure(self, event: Event, exc: Exception) -> None:
         try:

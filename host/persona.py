@@ -8,7 +8,16 @@ from pathlib import Path
 
 from .text import cut_middle
 
-BOOTSTRAP_ORDER = ("AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md")
+BOOTSTRAP_ORDER = (
+    "AGENTS.md",
+    "SOUL.md",
+    "TOOLS.md",
+    "IDENTITY.md",
+    "USER.md",
+    "HEARTBEAT.md",
+    "BOOTSTRAP.md",
+    "MEMORY.md",
+)
 SUBAGENT_FILES = frozenset({"AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md"})
 OPTIONAL_FILES = frozenset({"BOOTSTRAP.md"})
 MAX_FILE_CHARS = 20_000
@@ -58,7 +67,11 @@ def load_persona(
         text = path.read_text(encoding="utf-8", errors="replace")
         limit = min(max_file_chars, budget)
         if limit <= 0:
-            files.append(PersonaFile(name, f"[{name} omitted: the {max_total_chars:,}-char bootstrap budget is used up]", len(text)))
+            files.append(
+                PersonaFile(
+                    name, f"[{name} omitted: the {max_total_chars:,}-char bootstrap budget is used up]", len(text)
+                )
+            )
             continue
         kept = cut_middle(text, limit, f"read {name} for the rest")
         budget -= len(kept)

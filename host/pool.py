@@ -27,7 +27,7 @@ from .providers.base import ToolSpec
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
-PING_INTERVAL_S = 5.0
+PROBE_INTERVAL_S = 5.0
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -130,6 +130,15 @@ class ServerHandle:
             return ToolOutcome(f"the {self.config.name} server is not available{detail}", True)
         return ToolOutcome(f"{self.config.name}.{tool} timed out after {timeout:g}s", True)
 
+    async def read_resource(self, uri: str) -> str:
+        """The text of one of this server's resources (what changed, after a ResourceUpdated event)."""
+        with anyio.fail_after(self.config.timeout_s):
+            await self._ready.wait()
+            client = self._client
+            assert client is not None
+            result = await client.read_resource(uri)
+        return "\n".join(getattr(item, "text", "") for item in result.contents)
+
     def _mark_down(self) -> None:
         """Make new calls wait for the restart instead of reaching a dead connection."""
         if self._client is not None:
@@ -162,7 +171,7 @@ class ServerHandle:
         self.tools = [tool for tool in tools if self.config.allows(tool.name)]
 
     async def _watch(self, client: Client) -> None:
-        """Return when the connection is lost: a listen stream that drops, a failed ping, or a failed call."""
+        """Return when the connection is lost: a listen stream that drops, a failed probe, or a failed call."""
         async with anyio.create_task_group() as group:
 
             async def until_dead() -> None:
@@ -174,7 +183,7 @@ class ServerHandle:
                 await self._listen(client)
             except (ListenNotSupportedError, MCPError):
                 self._mark_up(client)
-                await self._ping_forever(client)
+                await self._probe_forever(client)
             except SubscriptionLost:
                 pass
             group.cancel_scope.cancel()
@@ -189,12 +198,13 @@ class ServerHandle:
                 elif isinstance(event, ToolsListChanged):
                     await self._load_tools(client)
 
-    async def _ping_forever(self, client: Client) -> None:
+    async def _probe_forever(self, client: Client) -> None:
+        """For servers without `subscriptions/listen`: re-list tools now and then, which works in every protocol era."""
         while True:
-            await anyio.sleep(PING_INTERVAL_S)
+            await anyio.sleep(PROBE_INTERVAL_S)
             try:
-                with anyio.fail_after(PING_INTERVAL_S):
-                    await client.send_ping()
+                with anyio.fail_after(PROBE_INTERVAL_S):
+                    await self._load_tools(client)
             except (MCPError, TimeoutError, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return
 
@@ -266,7 +276,7 @@ def render_result(result: types.CallToolResult) -> str:
         elif isinstance(block, types.EmbeddedResource):
             resource = block.resource
             parts.append(getattr(resource, "text", None) or f"[resource {resource.uri}]")
-        elif isinstance(block, types.ResourceLink):
+        else:
             parts.append(f"[resource link {block.uri}]")
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False))

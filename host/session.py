@@ -134,7 +134,11 @@ def messages_from(entries: list[dict[str, Any]]) -> list[Message]:
             pending[call.id] = call.name
         elif kind == "tool_result" and entry.get("call_id") in pending:
             pending.pop(entry["call_id"])
-            messages.append(Message("tool", entry.get("text", ""), tool_call_id=entry["call_id"], is_error=bool(entry.get("is_error"))))
+            messages.append(
+                Message(
+                    "tool", entry.get("text", ""), tool_call_id=entry["call_id"], is_error=bool(entry.get("is_error"))
+                )
+            )
     messages.extend(_interrupted(pending))
     return messages
 

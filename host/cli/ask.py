@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+from typing import Annotated
 
 import anyio
 import typer
@@ -12,6 +12,7 @@ import typer
 from ..config import Settings, load_settings
 from ..events import Event, Target
 from ..gateway import Gateway
+from .options import McpConfigOption, VerboseOption
 from .runtime import open_agent, setup_logging
 
 CLI = Target(channel="cli", conversation="cli", user="cli")
@@ -36,10 +37,10 @@ class CliChannel:
 
 
 def ask(
-    message: str = typer.Argument(..., help="What to ask the agent."),
-    mcp_config: Path | None = typer.Option(None, "--mcp-config", help="Claude Desktop JSON whose mcpServers replace the configured ones."),
-    session: str = typer.Option("main", help="Session key to run the turn in."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress to stderr."),
+    message: Annotated[str, typer.Argument(help="What to ask the agent.")],
+    mcp_config: McpConfigOption = None,
+    session: Annotated[str, typer.Option(help="Session key to run the turn in.")] = "main",
+    verbose: VerboseOption = False,
 ) -> None:
     """Run one turn and print the agent's final reply (nothing when it replies NO_REPLY)."""
     setup_logging(verbose)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import anyio
 import typer
 from rich.console import Console
@@ -14,6 +12,8 @@ from ..agent import Agent
 from ..config import Settings, load_settings
 from ..events import Event
 from ..gateway import Gateway
+from ..triggers import relay_server_events
+from .options import McpConfigOption, VerboseOption
 from .runtime import open_agent, setup_logging
 
 console = Console()
@@ -21,8 +21,8 @@ EXIT_WORDS = frozenset({"/exit", "/quit", "exit", "quit"})
 
 
 def chat(
-    mcp_config: Path | None = typer.Option(None, "--mcp-config", help="Claude Desktop JSON whose mcpServers replace the configured ones."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress to stderr."),
+    mcp_config: McpConfigOption = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Chat with your agent in the main session (/help lists commands, /exit or Ctrl-D leaves)."""
     setup_logging(verbose)
@@ -39,34 +39,27 @@ async def _chat(settings: Settings) -> None:
             agent, {"terminal": terminal}, ask_timeout_s=settings.agent.ask_timeout_s, on_tool=terminal.tool_activity
         )
         _banner(agent)
-        while True:
-            line = await _read_line("you> ")
-            if line is None or line.strip() in EXIT_WORDS:
-                break
-            if line.strip():
-                await _turn(gateway, Event("message", line.strip(), TERMINAL))
+        async with anyio.create_task_group() as group:
+            await group.start(gateway.serve)
+            if agent.pool is not None and agent.server_events is not None:
+                group.start_soon(relay_server_events, agent.server_events, agent.pool, gateway.submit, TERMINAL)
+            while True:
+                line = await _read_line("you> ")
+                if line is None or line.strip() in EXIT_WORDS:
+                    break
+                if line.strip():
+                    await _turn(gateway, Event("message", line.strip(), TERMINAL))
+            group.cancel_scope.cancel()
 
 
 async def _turn(gateway: Gateway, event: Event) -> None:
-    """Run the turn while still reading lines, which answer the agent's questions (ask_user, approvals)."""
-    async with anyio.create_task_group() as group:
-        done = anyio.Event()
-
-        async def run() -> None:
-            try:
-                await gateway.process(event)
-            except Exception as exc:  # channel edge: show the failure, keep the chat alive
-                console.print(f"[red]error:[/red] {exc}")
-            finally:
-                done.set()
-                group.cancel_scope.cancel()
-
-        group.start_soon(run)
-        while not done.is_set():
-            if gateway.waiting_for_answer(event.target):
-                answer = await _read_line("answer> ")
-                await gateway.submit(Event("message", answer or "", event.target))
-            await anyio.sleep(0.05)
+    """Queue the message and wait for its session to go idle, reading lines that answer the agent's questions."""
+    await gateway.submit(event)
+    while gateway.pending(event.session_key):
+        if gateway.waiting_for_answer(event.target):
+            answer = await _read_line("answer> ")
+            await gateway.submit(Event("message", answer or "", event.target))
+        await anyio.sleep(0.05)
 
 
 async def _read_line(prompt: str) -> str | None:
@@ -81,7 +74,9 @@ def _banner(agent: Agent) -> None:
     handles = list(pool.handles.values()) if pool else []
     down = [h.config.name for h in handles if not h.ready]
     tools = len(pool.tool_specs()) if pool else 0
-    console.print(f"[bold]hermitcrab[/bold] · {agent.provider.label} · {tools} tools from {len(handles) - len(down)} servers")
+    console.print(
+        f"[bold]hermitcrab[/bold] · {agent.provider.label} · {tools} tools from {len(handles) - len(down)} servers"
+    )
     if down:
         console.print(f"[yellow]not running:[/yellow] {', '.join(down)} (see `hermitcrab doctor`)")
     console.print("[dim]/help for commands, /exit or Ctrl-D to leave[/dim]")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
 
 import anyio
 import httpx
@@ -16,6 +15,7 @@ from ..config import ProviderProfile, Settings, load_settings
 from ..errors import ConfigError
 from ..persona import BOOTSTRAP_ORDER
 from ..pool import McpPool
+from .options import McpConfigOption
 
 console = Console()
 
@@ -30,7 +30,7 @@ class Check:
 
 
 def doctor(
-    mcp_config: Path | None = typer.Option(None, "--mcp-config", help="Check the servers of this Claude Desktop JSON instead."),
+    mcp_config: McpConfigOption = None,
 ) -> None:
     """Check configuration, provider reachability and each MCP server's start-up and tool list."""
     try:
@@ -56,7 +56,9 @@ async def run_checks(settings: Settings) -> list[Check]:
         for profile in settings.providers:
             checks.append(await _provider_check(client, profile))
     checks.extend(await _server_checks(settings))
-    checks.append(_optional_tool("bwrap", "exec sandbox", "apt-get install bubblewrap (commands run unsandboxed without it)"))
+    checks.append(
+        _optional_tool("bwrap", "exec sandbox", "apt-get install bubblewrap (commands run unsandboxed without it)")
+    )
     checks.append(_optional_tool("chromium", "browser", "apt-get install chromium (needed by the browser server)"))
     return checks
 
@@ -83,15 +85,23 @@ def _workspace_checks(settings: Settings) -> list[Check]:
 
 async def _provider_check(client: httpx.AsyncClient, profile: ProviderProfile) -> Check:
     if profile.kind == "anthropic":
-        url, headers = f"{profile.base_url}/v1/models", {"x-api-key": profile.api_key or "", "anthropic-version": "2023-06-01"}
+        url, headers = (
+            f"{profile.base_url}/v1/models",
+            {"x-api-key": profile.api_key or "", "anthropic-version": "2023-06-01"},
+        )
     else:
-        url, headers = f"{profile.base_url}/models", {"Authorization": f"Bearer {profile.api_key}"} if profile.api_key else {}
+        url, headers = (
+            f"{profile.base_url}/models",
+            {"Authorization": f"Bearer {profile.api_key}"} if profile.api_key else {},
+        )
     try:
         response = await client.get(url, headers=headers, timeout=10)
     except httpx.HTTPError as exc:
         return Check("provider", profile.label, False, f"cannot reach {profile.base_url}: {type(exc).__name__}")
     if response.status_code in (401, 403):
-        return Check("provider", profile.label, False, f"{profile.base_url} rejected the API key (HTTP {response.status_code})")
+        return Check(
+            "provider", profile.label, False, f"{profile.base_url} rejected the API key (HTTP {response.status_code})"
+        )
     ok = response.status_code < 500
     return Check("provider", profile.label, ok, f"{profile.base_url} answered HTTP {response.status_code}")
 

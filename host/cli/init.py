@@ -37,8 +37,10 @@ def init() -> None:
     else:
         config.write_text(render_config(home), encoding="utf-8")
         console.print(f"[green]created[/green] {config}")
-    console.print("\nNext: set a provider (e.g. [bold]export OPENAI_API_KEY=...[/bold]), run [bold]hermitcrab doctor[/bold], "
-                  "then [bold]hermitcrab chat[/bold].")
+    console.print(
+        "\nNext: set a provider (e.g. [bold]export OPENAI_API_KEY=...[/bold]), run [bold]hermitcrab doctor[/bold], "
+        "then [bold]hermitcrab chat[/bold]."
+    )
 
 
 def render_config(home: Path) -> str:

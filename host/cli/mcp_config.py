@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Annotated
 
 import typer
 
@@ -11,7 +12,7 @@ from ..config import home_dir
 from .servers import OWN_SERVERS, find_script, server_args
 
 
-def mcp_config(name: str = typer.Argument(..., help=f"One of: {', '.join(OWN_SERVERS)}")) -> None:
+def mcp_config(name: Annotated[str, typer.Argument(help=f"One of: {', '.join(OWN_SERVERS)}")]) -> None:
     """Print the mcpServers entry to paste into claude_desktop_config.json (or any MCP host)."""
     script = OWN_SERVERS.get(name)
     if script is None:

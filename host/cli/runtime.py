@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 
+import anyio
 import httpx
 
 from ..agent import Agent
 from ..config import Settings
-from ..pool import McpPool
+from ..pool import McpPool, ServerEvent
 from ..providers import FailoverProvider, create
 from ..session import SessionStore
 
@@ -26,12 +27,14 @@ def setup_logging(verbose: bool) -> None:
 
 
 @asynccontextmanager
-async def open_agent(settings: Settings) -> AsyncIterator[Agent]:
+async def open_agent(settings: Settings) -> AsyncGenerator[Agent]:
     """Start the MCP servers and an HTTP client; close both when the block ends."""
     profiles = settings.require_provider()
     logs = settings.state / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    with (logs / "servers.log").open("a", encoding="utf-8") as errlog:
-        async with httpx.AsyncClient() as client, McpPool(settings.servers, errlog=errlog) as pool:
+    send, receive = anyio.create_memory_object_stream[ServerEvent](max_buffer_size=1000)
+    with (logs / "servers.log").open("a", encoding="utf-8") as errlog, send, receive:
+        async with httpx.AsyncClient() as client, McpPool(settings.servers, on_event=send.send, errlog=errlog) as pool:
             provider = FailoverProvider([create(profile, client) for profile in profiles])
-            yield Agent(settings, provider, pool, SessionStore(settings.state / "sessions"))
+            agent = Agent(settings, provider, pool, SessionStore(settings.state / "sessions"), server_events=receive)
+            yield agent

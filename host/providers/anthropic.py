@@ -29,7 +29,9 @@ class AnthropicProvider:
             "max_tokens": self.profile.max_tokens,
         }
         if tools:
-            payload["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+            payload["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+            ]
         headers = {"anthropic-version": API_VERSION}
         if self.profile.api_key:
             headers["x-api-key"] = self.profile.api_key

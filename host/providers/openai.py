@@ -28,7 +28,10 @@ class OpenAIProvider:
         }
         if tools:
             payload["tools"] = [
-                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
                 for t in tools
             ]
         headers = {"Authorization": f"Bearer {self.profile.api_key}"} if self.profile.api_key else {}

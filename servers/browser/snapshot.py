@@ -8,7 +8,8 @@ We keep Playwright's refs (so resolution stays Playwright's job) and cut the res
 - refs stay only on elements the model can act on (interactive roles, anything with a pointer cursor);
 - unnamed `generic`/`rowgroup`/`none` wrappers disappear and their children move up;
 - text that merely repeats a neighbour's or parent's name is dropped, a lone text child is inlined;
-- link URLs lose `#`/`javascript:` targets and long tails, option lists are capped;
+- a list item or cell around a single element gives way to it;
+- link URLs become `[url=...]` without `#`/`javascript:` targets or long tails; option lists are capped;
 - compact mode keeps only actionable elements, headings and alerts.
 """
 
@@ -29,6 +30,10 @@ INTERACTIVE_ROLES = frozenset({
 _WRAPPER_ROLES = frozenset({"generic", "rowgroup", "none", "presentation", "group", "LayoutTable"})
 # Kept in compact mode besides actionable elements: orientation and messages the model must see.
 _NOTICE_ROLES = frozenset({"heading", "alert", "alertdialog", "dialog", "status", "iframe"})
+# A cell or list item around a single element is replaced by that element.
+_CELL_ROLES = frozenset({"listitem", "cell", "gridcell", "columnheader", "rowheader"})
+# Roles whose name is computed from their text, so inline text beside a name adds nothing.
+_LABELLED_BY_CONTENT = frozenset({"button", "link", "menuitem", "tab", "treeitem", "option"})
 _MAX_OPTIONS = 25
 _MAX_URL = 120
 _REF = re.compile(r"^(?:f\d+)?e\d+$")
@@ -225,12 +230,7 @@ def _simplify(nodes: list[Node], base_url: str) -> list[Node]:
         if not node.actionable:
             node.ref = None
             node.active = False
-        if node.role == "/url":
-            url = _short_url(_unquote(node.value or ""), base_url)
-            if url:
-                node.value = url
-                out.append(node)
-            continue
+        _inline_properties(node, base_url)
         if node.role == "img" and not node.name and node.ref is None and not node.children:
             continue
         if node.role in _WRAPPER_ROLES and not node.name and node.ref is None:
@@ -238,8 +238,14 @@ def _simplify(nodes: list[Node], base_url: str) -> list[Node]:
                 out.append(Node(role="text", value=node.value))
             out.extend(node.children)
             continue
+        if node.role in _CELL_ROLES and node.ref is None and not node.value and len(node.children) == 1:
+            if node.name in (None, node.children[0].name):
+                out.append(node.children[0])  # a list item or cell holding just a link or button
+                continue
+        if node.name and node.value and node.role in _LABELLED_BY_CONTENT:
+            node.value = None  # the name already says it; the text is an icon glyph or a repeat
         out.append(node)
-    out = _drop_repeats(out)
+    out = _merge_texts(_drop_repeats(out))
     for node in out:
         _inline_lone_text(node)
         if node.role in ("combobox", "listbox"):
@@ -247,10 +253,39 @@ def _simplify(nodes: list[Node], base_url: str) -> list[Node]:
     return out
 
 
+def _inline_properties(node: Node, base_url: str) -> None:
+    """Fold `/url:` and `/placeholder:` children into `[url=...]` and `[placeholder=...]` on the element."""
+    kept = []
+    for child in node.children:
+        if child.role == "/url":
+            url = _short_url(_unquote(child.value or ""), base_url)
+            if url:
+                node.attrs.append(f"url={url}")
+        elif child.role == "/placeholder":
+            placeholder = _unquote(child.value or "")
+            if placeholder and placeholder != node.name:
+                node.attrs.append(f"placeholder={placeholder}")
+        else:
+            kept.append(child)
+    node.children = kept
+
+
 def _drop_repeats(siblings: list[Node]) -> list[Node]:
     """Drop `text: X` next to a sibling named X (label text beside its field, caption beside a checkbox)."""
     named = {node.name for node in siblings if node.name}
     return [node for node in siblings if not (node.role == "text" and _unquote(node.value or "") in named)]
+
+
+def _merge_texts(siblings: list[Node]) -> list[Node]:
+    """Join runs of plain text siblings into one line, as Playwright's default mode does."""
+    out: list[Node] = []
+    for node in siblings:
+        previous = out[-1] if out else None
+        if node.role == "text" and previous is not None and previous.role == "text" and not previous.children:
+            previous.value = f"{_unquote(previous.value or '')} {_unquote(node.value or '')}"
+            continue
+        out.append(node)
+    return out
 
 
 def _inline_lone_text(node: Node) -> None:
@@ -286,6 +321,7 @@ def _compact(nodes: list[Node]) -> list[Node]:
     for node in nodes:
         kept_children = _compact(node.children)
         if node.actionable or node.role in _NOTICE_ROLES:
+            node.attrs = [attr for attr in node.attrs if not attr.startswith("url=")]
             if node.role in ("combobox", "listbox"):
                 kept_children = [child for child in node.children if "selected" in child.attrs] or kept_children
             node.children = kept_children

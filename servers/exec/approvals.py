@@ -51,7 +51,7 @@ class OnceForm(BaseModel):
 class Ruling(BaseModel):
     """What the gate decided without asking (or after a timeout)."""
 
-    decision: Literal["allowed", "refused", "ask-unavailable", "timed-out"]
+    decision: Literal["allowed", "refused", "ask-unavailable", "timed-out", "declined"]
     reason: str = ""
 
 
@@ -154,4 +154,4 @@ async def ask(
         return Ruling(decision="timed-out")
     if isinstance(outcome, AcceptedElicitation):
         return outcome.data  # type: ignore[no-any-return]  # the validated form
-    return Ruling(decision="refused", reason=f"the user's answer was {outcome.action}")
+    return Ruling(decision="declined", reason=outcome.action)

@@ -69,7 +69,7 @@ class Gate:
         """None to run the command, or raise a ToolError; returns a note when an approval was remembered."""
         self.deadlines.forget(approvals.question_key(command, workdir, env))
         if not isinstance(outcome, AcceptedElicitation):
-            raise ToolError(f"Refused: the user did not approve `{_short(command)}` ({outcome.action}).")
+            outcome = AcceptedElicitation(data=Ruling(decision="declined", reason=outcome.action))
         data = outcome.data
         if isinstance(data, Ruling):
             return self._ruling(data, command)
@@ -88,6 +88,8 @@ class Gate:
         if ruling.decision == "timed-out":
             seconds = round(self.policy.approval_timeout_s)
             raise ToolError(f"Refused: nobody approved `{_short(command)}` within {seconds} s; ask the user first.")
+        if ruling.decision == "declined":
+            raise ToolError(f"Refused: the user did not approve `{_short(command)}` ({ruling.reason}).")
         if ruling.decision == "ask-unavailable":
             raise ToolError(
                 f"Refused: `{_short(command)}` needs approval but this MCP host cannot ask the user "

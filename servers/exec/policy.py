@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ DEFAULT_ALLOW = (
 )
 _SAFE_WRITE_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
 _GLOB = re.compile(r"[*?\[]")
+_RETRY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,8 @@ class Allowlist:
         self.search_path = search_path
         self.paths: set[str] = set()
         self.globs: list[str] = []
-        self.names: set[str] = set()  # not found on PATH yet: retried on use
+        self.names: set[str] = set()  # not found on PATH yet: retried on use, at most every few seconds
+        self._retried = 0.0
         for entry in entries:
             self.add(entry)
 
@@ -110,7 +113,8 @@ class Allowlist:
                 self.paths.add(resolved)
 
     def matches(self, path: str) -> bool:
-        if self.names:
+        if self.names and time.monotonic() - self._retried > _RETRY_S:
+            self._retried = time.monotonic()
             for name in list(self.names):
                 resolved = resolve_command(name, "/", self.search_path)
                 if resolved is not None:
@@ -151,6 +155,7 @@ class Checker:
         self.search_path = search_path
         self.home = home
         self.allowlist = Allowlist(policy.allow, search_path)
+        self._memo: dict[tuple[str, str], str | None] = {}
 
     def check(
         self, line: str, workdir: Path, env: Mapping[str, str] | None = None, approved: Iterable[str] = ()
@@ -168,6 +173,7 @@ class Checker:
         except ShellSyntaxError as exc:
             return Verdict(misses=(Miss(line, f"it could not be parsed ({exc}), so it cannot be checked"),))
         scan = _Scan()
+        self._memo = {}  # one line names the same binaries many times
         approved_paths = set(approved)
         cwds = self._possible_cwds(parsed, str(workdir), scan)
         for problem in parsed.problems:
@@ -232,7 +238,7 @@ class Checker:
             return  # the function's body is checked where it is defined
         if "/" not in name and self._check_builtin(raw, name, args, scan):
             return
-        binary = resolve_command(name, cwds[0] or "/", self.search_path)
+        binary = self._resolve(name, cwds[0] or "/")
         if binary is None:
             scan.miss(raw, f"`{name}` was not found as an executable on PATH")
             return
@@ -251,6 +257,12 @@ class Checker:
         for child in rules.child_commands(base, args) or []:
             if child:
                 self._check_argv(raw, child, parsed, cwds, approved, scan)
+
+    def _resolve(self, name: str, cwd: str) -> str | None:
+        key = (name, cwd if "/" in name else "")
+        if key not in self._memo:
+            self._memo[key] = resolve_command(name, cwd, self.search_path)
+        return self._memo[key]
 
     def _check_builtin(self, raw: str, name: str, args: list[Word], scan: _Scan) -> bool:
         """Handle shell builtins; True when `name` is one (and has been dealt with)."""

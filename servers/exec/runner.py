@@ -139,7 +139,7 @@ class Job:
     def _wait(self) -> None:
         code = self._popen.wait()
         self._timer.cancel()
-        kill_tree(self.pid)  # whatever the command left running in its group goes with it
+        _kill_group(self.pid)  # whatever the command left running in its group goes with it
         for reader in self._readers:
             reader.join(_DRAIN_S)
         if self._popen.stdin is not None and not self._popen.stdin.closed:
@@ -180,14 +180,18 @@ def _pump(stream: object, buffer: OutputBuffer) -> None:
         stream.close()  # type: ignore[attr-defined]
 
 
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already empty
+
+
 def kill_tree(pid: int) -> None:
     """SIGKILL the process group `pid` leads and every descendant of `pid`, including ones that left the group."""
     for _ in range(3):
         victims = descendants(pid)
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill_group(pid)
         for victim in victims:
             try:
                 os.kill(victim, signal.SIGKILL)

@@ -138,7 +138,8 @@ class MemoryIndex:
         self._bad.pop(rel, None)
         digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
         chunks = chunk_markdown(rel, text)
-        texts = [_embed_text(chunks, i, self.settings.embed_context_chars) for i in range(len(chunks))]
+        context = (self.settings.embed_context_chars, self.settings.embed_after_chars)
+        texts = [_embed_text(chunks, i, *context) for i in range(len(chunks))]
         keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in texts]
         return FileRecord(stat, digest, chunks, memfiles.file_date(rel), texts, keys)
 
@@ -225,9 +226,12 @@ class MemoryIndex:
         return len(self._order)
 
 
-def _embed_text(chunks: list[Chunk], i: int, context_chars: int) -> str:
-    """A chunk as embedded: the start of the unit before it (what it answers or follows) and then itself."""
+def _embed_text(chunks: list[Chunk], i: int, before: int, after: int = 0) -> str:
+    """A chunk as embedded, with the start of the units around it (what it answers, what answers it)."""
     chunk = chunks[i]
-    if i == 0 or context_chars <= 0 or chunks[i - 1].headings != chunk.headings:
-        return chunk.embed_text
-    return f"{chunks[i - 1].text[:context_chars]}\n{chunk.embed_text}"
+    parts = [chunk.embed_text]
+    if before > 0 and i > 0 and chunks[i - 1].headings == chunk.headings:
+        parts.insert(0, chunks[i - 1].text[:before])
+    if after > 0 and i + 1 < len(chunks) and chunks[i + 1].headings == chunk.headings:
+        parts.append(chunks[i + 1].text[:after])
+    return "\n".join(parts)

@@ -28,6 +28,7 @@ class RankSettings:
     neighbour_chars: int = 160
     near_weight: float = 0.25
     embed_context_chars: int = 0
+    embed_after_chars: int = 0
     half_life_days: float | None = 90.0
     decay_floor: float = 0.7
 

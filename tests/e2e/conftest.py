@@ -47,6 +47,7 @@ def hermitcrab(hermitcrab_home: Path, llm: FakeLLM) -> Callable[..., subprocess.
             "HERMITCRAB_LLM_BASE_URL": llm.url,
             "HERMITCRAB_LLM_API_KEY": "sk-test-secret",
             "HERMITCRAB_MODEL": "fake-model",
+            "COLUMNS": "200",
             **(env or {}),
         }
         return subprocess.run(

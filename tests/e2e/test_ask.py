@@ -38,7 +38,12 @@ def test_transcript_records_every_entry(hermitcrab, llm, desktop_config, hermitc
     entries = transcript(hermitcrab_home)
     assert [e["kind"] for e in entries] == ["user", "assistant", "tool_call", "tool_result", "assistant"]
     assert entries[2] | {"id": None, "ts": None} == {
-        "id": None, "ts": None, "kind": "tool_call", "call_id": "call_1", "name": "echo", "arguments": {"text": "hello"}
+        "id": None,
+        "ts": None,
+        "kind": "tool_call",
+        "call_id": "call_1",
+        "name": "echo",
+        "arguments": {"text": "hello"},
     }
     assert entries[3]["text"] == "hello" and entries[3]["is_error"] is False
     assert all(e["id"] and e["ts"] for e in entries)
@@ -65,7 +70,11 @@ def test_session_continues_after_restart(hermitcrab, llm):
     hermitcrab("ask", "What is my favourite colour?")
 
     history = [m["content"] for m in llm.requests[1]["messages"][1:]]
-    assert history == ["My favourite colour is teal.", "Noted: your favourite colour is teal.", "What is my favourite colour?"]
+    assert history == [
+        "My favourite colour is teal.",
+        "Noted: your favourite colour is teal.",
+        "What is my favourite colour?",
+    ]
 
 
 def test_failover_to_the_second_provider_after_three_500s(hermitcrab, llm, hermitcrab_home):
@@ -86,7 +95,16 @@ model = "backup-model"
 """
     )
 
-    result = hermitcrab("ask", "hello", env={"HERMITCRAB_PROVIDER": "", "HERMITCRAB_LLM_BASE_URL": "", "HERMITCRAB_MODEL": "", "HERMITCRAB_LLM_API_KEY": ""})
+    result = hermitcrab(
+        "ask",
+        "hello",
+        env={
+            "HERMITCRAB_PROVIDER": "",
+            "HERMITCRAB_LLM_BASE_URL": "",
+            "HERMITCRAB_MODEL": "",
+            "HERMITCRAB_LLM_API_KEY": "",
+        },
+    )
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "from the backup"
@@ -113,7 +131,16 @@ def test_no_reply_is_not_printed(hermitcrab, llm):
 
 
 def test_missing_provider_says_what_to_set(hermitcrab):
-    result = hermitcrab("ask", "hi", env={"HERMITCRAB_PROVIDER": "", "HERMITCRAB_LLM_BASE_URL": "", "HERMITCRAB_MODEL": "", "HERMITCRAB_LLM_API_KEY": ""})
+    result = hermitcrab(
+        "ask",
+        "hi",
+        env={
+            "HERMITCRAB_PROVIDER": "",
+            "HERMITCRAB_LLM_BASE_URL": "",
+            "HERMITCRAB_MODEL": "",
+            "HERMITCRAB_LLM_API_KEY": "",
+        },
+    )
 
     assert result.returncode == 1
     assert "OPENAI_API_KEY" in result.stderr and "HERMITCRAB_LLM_BASE_URL" in result.stderr
@@ -131,7 +158,9 @@ def test_provider_error_exits_non_zero_with_a_message(hermitcrab, llm):
 
 
 def test_ask_user_reads_the_answer_from_stdin(hermitcrab, llm):
-    llm.enqueue(openai_tool_calls(("call_q", "ask_user", '{"question": "Which colour?"}')), openai_text("You chose blue."))
+    llm.enqueue(
+        openai_tool_calls(("call_q", "ask_user", '{"question": "Which colour?"}')), openai_text("You chose blue.")
+    )
 
     result = hermitcrab("ask", "Pick a colour with me", stdin="blue\n")
 

@@ -37,7 +37,9 @@ async def test_a_server_killed_between_two_turns_is_restarted(tmp_path: Path):
     settings = Settings(home=tmp_path, providers=(), servers=(kit,), agent=AgentSettings())
 
     async with McpPool(settings.servers) as pool:
-        gateway = Gateway(Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")), {"test": Sink()}, ask_timeout_s=1)
+        gateway = Gateway(
+            Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")), {"test": Sink()}, ask_timeout_s=1
+        )
         await gateway.process(Event("message", "turn one", ROOM))
         first_pid = int(provider.seen[1]["messages"][-1].content)
         os.kill(first_pid, signal.SIGKILL)

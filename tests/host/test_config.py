@@ -23,7 +23,12 @@ def test_environment_profile_comes_first_and_vendor_keys_are_honoured(tmp_path: 
     settings = load_settings({**env, "MY_KEY": "ak"})
 
     first, second = settings.providers
-    assert (first.kind, first.base_url, first.model, first.api_key) == ("openai", "http://127.0.0.1:9/v1", "local", "sk-vendor")
+    assert (first.kind, first.base_url, first.model, first.api_key) == (
+        "openai",
+        "http://127.0.0.1:9/v1",
+        "local",
+        "sk-vendor",
+    )
     assert (second.kind, second.api_key, second.base_url) == ("anthropic", "ak", "https://api.anthropic.com")
 
 
@@ -59,7 +64,12 @@ def test_claude_desktop_json_replaces_configured_servers(tmp_path: Path):
     settings = load_settings({"HERMITCRAB_HOME": str(tmp_path)}, mcp_config=desktop)
 
     fs, remote, picky = settings.servers
-    assert (fs.name, fs.command, fs.args, dict(fs.env)) == ("fs", "npx", ("-y", "server-filesystem", "/tmp"), {"A": "1"})
+    assert (fs.name, fs.command, fs.args, dict(fs.env)) == (
+        "fs",
+        "npx",
+        ("-y", "server-filesystem", "/tmp"),
+        {"A": "1"},
+    )
     assert remote.url == "http://127.0.0.1:8000/mcp" and remote.headers["Authorization"] == "Bearer x"
     assert picky.allows("read") and not picky.allows("write") and not picky.allows("other")
     assert picky.timeout_s == 5
@@ -69,8 +79,8 @@ def test_claude_desktop_json_replaces_configured_servers(tmp_path: Path):
     ("content", "message"),
     [
         ("[mcpServers.bad]\nargs = []\n", "exactly one of 'command' or 'url'"),
-        ("[[providers]]\nkind = \"gemini\"\n", "unknown provider kind"),
-        ("[[providers]]\nmodel = \"x\"\ntemprature = 1\n", "unknown keys: temprature"),
+        ('[[providers]]\nkind = "gemini"\n', "unknown provider kind"),
+        ('[[providers]]\nmodel = "x"\ntemprature = 1\n', "unknown keys: temprature"),
         ("not toml = = =", "config.toml"),
     ],
 )

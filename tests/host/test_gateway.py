@@ -49,7 +49,11 @@ def channel() -> RecordingChannel:
 
 
 async def test_ask_user_sends_the_question_and_returns_the_next_message(tmp_path: Path, channel: RecordingChannel):
-    provider = ScriptedProvider().call(("q1", "ask_user", {"question": "Tea or coffee?", "choices": ["tea", "coffee"]})).say("Tea it is.")
+    provider = (
+        ScriptedProvider()
+        .call(("q1", "ask_user", {"question": "Tea or coffee?", "choices": ["tea", "coffee"]}))
+        .say("Tea it is.")
+    )
     gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=5)
 
     async with anyio.create_task_group() as group:

@@ -66,7 +66,9 @@ async def test_a_hung_call_becomes_an_error_and_the_server_stays_usable():
 
 
 async def test_a_server_that_cannot_start_is_reported_not_fatal():
-    async with McpPool([ServerConfig("ghost", command="/nonexistent/server", timeout_s=0.5), server("kit")], startup_timeout_s=10) as pool:
+    async with McpPool(
+        [ServerConfig("ghost", command="/nonexistent/server", timeout_s=0.5), server("kit")], startup_timeout_s=10
+    ) as pool:
         ghost = pool.handles["ghost"]
         outcome = await pool.call("add", {"a": 2, "b": 3})
 

@@ -87,7 +87,10 @@ def anthropic_tool_use(call_id: str, name: str, arguments: dict[str, Any]) -> di
         "type": "message",
         "role": "assistant",
         "model": "fake-claude",
-        "content": [{"type": "text", "text": "Let me check."}, {"type": "tool_use", "id": call_id, "name": name, "input": arguments}],
+        "content": [
+            {"type": "text", "text": "Let me check."},
+            {"type": "tool_use", "id": call_id, "name": name, "input": arguments},
+        ],
         "stop_reason": "tool_use",
         "usage": {"input_tokens": 30, "output_tokens": 9},
     }

@@ -27,7 +27,14 @@ def test_init_copies_templates_without_overwriting(hermitcrab_home: Path):
     workspace = hermitcrab_home / "workspace"
     assert (workspace / "SOUL.md").read_text() == "my own soul"
     assert {p.name for p in workspace.glob("*.md")} == {
-        "AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"
+        "AGENTS.md",
+        "SOUL.md",
+        "TOOLS.md",
+        "IDENTITY.md",
+        "USER.md",
+        "HEARTBEAT.md",
+        "BOOTSTRAP.md",
+        "MEMORY.md",
     }
     config = tomllib.loads((hermitcrab_home / "config.toml").read_text())
     assert config["mcpServers"]["memory"]["args"][:2] == ["--workspace", str(workspace)]
@@ -67,10 +74,16 @@ def test_every_command_has_help(command: str):
 
 def test_doctor_checks_provider_and_servers(hermitcrab_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     desktop = tmp_path / "desktop.json"
-    desktop.write_text(json.dumps({"mcpServers": {
-        "kit": {"command": sys.executable, "args": [TEST_SERVER]},
-        "broken": {"command": "/nonexistent/server"},
-    }}))
+    desktop.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "kit": {"command": sys.executable, "args": [TEST_SERVER]},
+                    "broken": {"command": "/nonexistent/server"},
+                }
+            }
+        )
+    )
     with running_fake_llm() as llm:
         monkeypatch.setenv("HERMITCRAB_LLM_BASE_URL", llm.url)
         result = runner.invoke(app, ["doctor", "--mcp-config", str(desktop)], env={"COLUMNS": "200"})

@@ -38,7 +38,9 @@ async def test_retries_429_and_5xx_then_succeeds():
     )
     delays: list[float] = []
 
-    body = await post_json(client, "http://llm/x", {}, headers={}, timeout_s=5, max_retries=3, sleep=await no_sleep_recorder(delays))
+    body = await post_json(
+        client, "http://llm/x", {}, headers={}, timeout_s=5, max_retries=3, sleep=await no_sleep_recorder(delays)
+    )
 
     assert body == {"ok": True}
     assert len(seen) == 3
@@ -51,7 +53,9 @@ async def test_timeouts_are_retried_and_then_raised():
     delays: list[float] = []
 
     with pytest.raises(RetryableProviderError, match="timed out"):
-        await post_json(client, "http://llm/x", {}, headers={}, timeout_s=1, max_retries=2, sleep=await no_sleep_recorder(delays))
+        await post_json(
+            client, "http://llm/x", {}, headers={}, timeout_s=1, max_retries=2, sleep=await no_sleep_recorder(delays)
+        )
     assert len(seen) == 3 and len(delays) == 2
 
 

@@ -8,7 +8,14 @@ import pytest
 from hermitcrab.host.config import ProviderProfile
 from hermitcrab.host.errors import AllProvidersFailed
 from hermitcrab.host.providers import FailoverProvider, Message, ToolCall, ToolSpec, create
-from tests.support.fake_llm import Reply, anthropic_text, anthropic_tool_use, openai_text, openai_tool_calls, running_fake_llm
+from tests.support.fake_llm import (
+    Reply,
+    anthropic_text,
+    anthropic_tool_use,
+    openai_text,
+    openai_tool_calls,
+    running_fake_llm,
+)
 
 ADD = ToolSpec("add", "Add two numbers.", {"type": "object", "properties": {"a": {"type": "integer"}}})
 HISTORY = [
@@ -50,13 +57,22 @@ async def test_anthropic_uses_tool_use_and_tool_result_blocks():
         async with httpx.AsyncClient() as client:
             provider = create(ProviderProfile("anthropic", "claude", base, api_key="ak"), client)
             first = await provider.complete("sys", HISTORY, [ADD])
-            second = await provider.complete("sys", [*HISTORY, first.message, Message("tool", "1", tool_call_id="toolu_1", is_error=True)], [ADD])
+            second = await provider.complete(
+                "sys", [*HISTORY, first.message, Message("tool", "1", tool_call_id="toolu_1", is_error=True)], [ADD]
+            )
 
     request = llm.requests[0]
     assert request["system"] == "sys"
     assert request["tools"][0]["input_schema"]["type"] == "object"
-    assert request["messages"][1]["content"] == [{"type": "tool_use", "id": "c1", "name": "add", "input": {"a": 1, "b": 2}}]
-    assert request["messages"][2]["content"][0] == {"type": "tool_result", "tool_use_id": "c1", "content": "3", "is_error": False}
+    assert request["messages"][1]["content"] == [
+        {"type": "tool_use", "id": "c1", "name": "add", "input": {"a": 1, "b": 2}}
+    ]
+    assert request["messages"][2]["content"][0] == {
+        "type": "tool_result",
+        "tool_use_id": "c1",
+        "content": "3",
+        "is_error": False,
+    }
     assert llm.headers[0]["x-api-key"] == "ak"
     assert first.message.content == "Let me check."
     assert first.message.tool_calls == (ToolCall("toolu_1", "add", {"a": 1}),)
@@ -66,7 +82,9 @@ async def test_anthropic_uses_tool_use_and_tool_result_blocks():
 
 async def test_failover_names_every_failed_profile():
     with running_fake_llm() as llm:
-        llm.enqueue(Reply({"error": {"message": "bad key"}}, status=401), Reply({"error": {"message": "nope"}}, status=400))
+        llm.enqueue(
+            Reply({"error": {"message": "bad key"}}, status=401), Reply({"error": {"message": "nope"}}, status=400)
+        )
         async with httpx.AsyncClient() as client:
             providers = [create(ProviderProfile("openai", m, llm.url, name=m), client) for m in ("one", "two")]
             with pytest.raises(AllProvidersFailed, match="one: HTTP 401: bad key; two: HTTP 400: nope"):

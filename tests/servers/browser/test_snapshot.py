@@ -46,7 +46,7 @@ def test_render_drops_wrappers_repeated_labels_and_useless_urls() -> None:
     assert "- generic" not in text.replace("- generic [ref=e20]", "")
     assert "rowgroup" not in text
     assert "text: User" not in text and "text: Remember me" not in text
-    assert "/url: /a.html" in text and '/url: "#"' not in text
+    assert 'link "Home" [url=/a.html] [ref=e3]' in text and 'link "Top" [ref=e4]\n' in text
     assert "- img" not in text  # an unnamed, unclickable image says nothing
     assert '- button "a: b" [ref=e18]' in text  # YAML-quoted keys are unquoted
     assert len(text) < len(RAW) * 0.7
@@ -69,7 +69,7 @@ def test_long_option_lists_are_capped_but_keep_the_selected_one() -> None:
 
 def test_same_origin_urls_are_shortened() -> None:
     raw = '- link "Docs" [ref=e2] [cursor=pointer]:\n  - /url: https://ex.com/docs/intro'
-    assert "/url: /docs/intro" in render(raw, base_url="https://ex.com/home").text
+    assert "[url=/docs/intro]" in render(raw, base_url="https://ex.com/home").text
 
 
 def test_lone_text_child_is_inlined() -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp.server.mcpserver import MCPServer
 
@@ -42,3 +43,31 @@ def server_factory(workspace: Path, state: Path) -> Callable[..., MCPServer]:
         return build_server(roots=[workspace], state=state, policy=Policy(**policy), sandbox=sandbox)  # type: ignore[arg-type]
 
     return make
+
+
+def alive_with(marker: str) -> list[int]:
+    """Live (non-zombie) processes whose command line contains `marker`."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            status = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and status != b"Z":
+            pids.append(int(entry))
+    return pids
+
+
+@pytest.fixture
+def wait_gone() -> Callable[[str], Awaitable[None]]:
+    """Wait (up to 5 s) until no live process has `marker` on its command line."""
+
+    async def wait(marker: str) -> None:
+        with anyio.fail_after(5):
+            while alive_with(marker):
+                await anyio.sleep(0.05)
+
+    return wait

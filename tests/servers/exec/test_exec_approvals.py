@@ -13,7 +13,19 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ElicitRequestParams, ElicitResult
 
-MODES = ["auto", "legacy"]  # 2026-07-28 input-required rounds, and the older mid-call elicitation request
+pytestmark = pytest.mark.anyio  # marked at collection time too, so the parametrized fixtures below apply
+
+
+@pytest.fixture(params=["auto", "legacy"])
+def era(request: pytest.FixtureRequest) -> str:
+    """2026-07-28 input-required rounds, and the older mid-call elicitation request."""
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=[("deny", "accept", "denied"), ("allow-once", "decline", "did not approve"),
+                        ("allow-once", "cancel", "did not approve")])
+def refusal(request: pytest.FixtureRequest) -> tuple[str, str, str]:
+    return request.param  # type: ignore[no-any-return]
 
 
 class User:
@@ -31,12 +43,11 @@ class User:
 
 
 async def run(server: MCPServer, user: User, era: str, command: str) -> tuple[bool, str]:
-    async with Client(server, elicitation_callback=user, mode=mode) as client:  # type: ignore[arg-type]
+    async with Client(server, elicitation_callback=user, mode=era) as client:  # type: ignore[arg-type]
         result = await client.call_tool("exec", {"command": command})
     return result.is_error, result.content[0].text  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("era", MODES)
 async def test_allow_once_runs_the_command(server_factory: Callable[..., MCPServer], workspace: Path,
                                           era: str) -> None:
     user = User("allow-once")
@@ -50,19 +61,14 @@ async def test_allow_once_runs_the_command(server_factory: Callable[..., MCPServ
     assert schema["required"] == ["decision"]
 
 
-@pytest.mark.parametrize("era", MODES)
-@pytest.mark.parametrize(("decision", "action", "expected"), [
-    ("deny", "accept", "denied"), ("allow-once", "decline", "did not approve"),
-    ("allow-once", "cancel", "did not approve"),
-])
-async def test_deny_refuses(server_factory: Callable[..., MCPServer], workspace: Path, era: str, decision: str,
-                            action: str, expected: str) -> None:
+async def test_deny_refuses(server_factory: Callable[..., MCPServer], workspace: Path, era: str,
+                            refusal: tuple[str, str, str]) -> None:
+    decision, action, expected = refusal
     is_error, text = await run(server_factory(), User(decision, action), era, "rm a.txt")
     assert is_error and expected in text and "`rm a.txt`" in text
     assert (workspace / "a.txt").exists()
 
 
-@pytest.mark.parametrize("era", MODES)
 async def test_no_answer_in_time_means_deny(server_factory: Callable[..., MCPServer], workspace: Path,
                                            era: str) -> None:
     server = server_factory(approval_timeout_s=0.3)
@@ -72,7 +78,6 @@ async def test_no_answer_in_time_means_deny(server_factory: Callable[..., MCPSer
     assert (workspace / "a.txt").exists()
 
 
-@pytest.mark.parametrize("era", MODES)
 async def test_allow_always_is_persisted(server_factory: Callable[..., MCPServer], state: Path, era: str) -> None:
     user = User("allow-always")
     is_error, text = await run(server_factory(), user, era, "rm -f nothing")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -15,22 +16,6 @@ from hermitcrab.servers.exec.runner import Job, Limits, Spec, descendants
 def spec(workspace: Path, command: str, timeout_s: float = 10, **limits: int) -> Spec:
     env = child_environment({**os.environ, "OPENAI_API_KEY": "sk-secret"}, None)
     return Spec(command, workspace, env, timeout_s, Limits(**limits), None, [workspace])
-
-
-def alive_with(marker: str) -> list[int]:
-    """Live (non-zombie) processes whose command line contains `marker`."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            status = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in cmdline and status != b"Z":
-            pids.append(int(entry))
-    return pids
 
 
 async def test_runs_and_captures_both_streams(workspace: Path) -> None:
@@ -49,27 +34,27 @@ async def test_secrets_in_the_server_environment_do_not_reach_commands(workspace
     assert "GIT_CONFIG_KEY_0=core.hooksPath" in text
 
 
-async def test_timeout_kills_children_and_grandchildren(workspace: Path) -> None:
+async def test_timeout_kills_children_and_grandchildren(
+    workspace: Path, wait_gone: Callable[[str], Awaitable[None]]
+) -> None:
     marker = "37.7311"
     command = f"sleep {marker} & bash -c 'sleep {marker} & sleep {marker}' & sleep {marker}"
     job = Job(spec(workspace, command, timeout_s=0.5))
     with anyio.fail_after(10):
         assert await job.wait(10)
     assert job.status == "timed_out"
-    with anyio.fail_after(5):
-        while alive_with(marker):
-            await anyio.sleep(0.05)
+    await wait_gone(marker)
     assert descendants(job.pid) == []
 
 
-async def test_leftover_background_processes_die_with_the_command(workspace: Path) -> None:
+async def test_leftover_background_processes_die_with_the_command(
+    workspace: Path, wait_gone: Callable[[str], Awaitable[None]]
+) -> None:
     marker = "41.2291"
     job = Job(spec(workspace, f"sleep {marker} & echo started"))
     assert await job.wait(10)
     assert job.status == "exited"
-    with anyio.fail_after(5):
-        while alive_with(marker):
-            await anyio.sleep(0.05)
+    await wait_gone(marker)
 
 
 async def test_huge_output_is_cut_not_buffered(workspace: Path) -> None:

@@ -1,0 +1,80 @@
+"""The bubblewrap sandbox: roots writable, everything else read-only, no escaping the kill. Skips without bwrap."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+
+from hermitcrab.servers.exec import Policy, build_server
+from hermitcrab.servers.exec.sandbox import SandboxUnavailable, detect, probe
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(shutil.which("bwrap") is None or probe() is not None, reason="bubblewrap is not usable here"),
+]
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A directory outside /tmp (the sandbox gives /tmp its own tmpfs) and outside the roots."""
+    path = Path("/var/tmp") / f"hermitcrab-exec-test-{uuid.uuid4().hex[:8]}"
+    path.mkdir()
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+async def run(server: MCPServer, command: str, **args: Any) -> dict[str, Any]:
+    async with Client(server) as client:
+        result = await client.call_tool("exec", {"command": command, **args})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def test_only_the_roots_are_writable(server_factory: Callable[..., MCPServer], workspace: Path,
+                                           outside: Path) -> None:
+    server = server_factory(sandbox="bwrap", security="full")
+    out = await run(server, f"touch inside.txt && touch {outside}/escaped.txt")
+    assert out["sandboxed"] is True and out["exit_code"] != 0
+    assert "Read-only file system" in out["stderr"]
+    assert (workspace / "inside.txt").exists() and not (outside / "escaped.txt").exists()
+
+
+async def test_state_inside_a_root_stays_read_only(tmp_path: Path) -> None:
+    root = tmp_path / "home"
+    state = root / "state"
+    state.mkdir(parents=True)
+    server = build_server(roots=[root], state=state, policy=Policy(security="full"), sandbox="bwrap")
+    out = await run(server, "echo '{}' > state/approvals.json")
+    assert out["exit_code"] != 0 and not (state / "approvals.json").exists()
+
+
+async def test_timeout_kills_processes_that_left_the_session(
+    server_factory: Callable[..., MCPServer], wait_gone: Callable[[str], Awaitable[None]]
+) -> None:
+    server = server_factory(sandbox="bwrap", security="full")
+    out = await run(server, "setsid sleep 43.917 & sleep 43.917", timeout_s=0.5)
+    assert out["status"] == "timed_out"
+    await wait_gone("43.917")
+
+
+async def test_no_network_option(workspace: Path, state: Path) -> None:
+    server = build_server(roots=[workspace], state=state, policy=Policy(security="full"), sandbox="bwrap",
+                          network=False)
+    out = await run(server, "cat /proc/net/dev")
+    interfaces = [line.split(":")[0].strip() for line in out["stdout"].splitlines()[2:]]
+    assert interfaces == ["lo"]
+
+
+def test_bwrap_mode_reports_a_missing_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(SandboxUnavailable, match="not installed"):
+        detect("bwrap")
+    assert detect("auto") is None

@@ -1,0 +1,244 @@
+"""The memory server's tools, in process: search, get, append, status, freshness, safety and recovery."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+
+MemoryServer = Callable[..., MCPServer]
+
+
+async def search(client: Client, query: str, **options: Any) -> list[dict[str, Any]]:
+    result = await client.call_tool("memory_search", {"query": query, **options})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content["results"]
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def error_of(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    return result.content[0].text  # type: ignore[union-attr]  # an error result carries one text block
+
+
+async def test_search_finds_a_note_under_its_date(memory_server: MemoryServer):
+    async with Client(memory_server()) as client:
+        results = await search(client, "Who is training for a marathon?")
+    top = results[0]
+    assert top["path"] == "memory/2025-03-14.md"
+    assert top["snippet"].startswith("[2025-03-14]\n- Met Bob at the climbing gym")
+    assert (top["start_line"], top["end_line"]) == (1, 2)
+    assert 0 < top["score"] <= 1
+
+
+async def test_search_snippet_starts_with_its_heading(memory_server: MemoryServer):
+    async with Client(memory_server()) as client:
+        results = await search(client, "when are deploys", max_results=1)
+    assert results[0]["path"] == "MEMORY.md"
+    assert results[0]["snippet"] == "[Long-term · Work]\nDeploys happen on Fridays after the standup."
+
+
+async def test_search_respects_max_results_and_min_score(memory_server: MemoryServer, workspace: Path):
+    lines = "".join(f"- Note {i} about the blue kayak.\n\n## Day {i}\n\n" for i in range(12))
+    (workspace / "memory" / "kayak.md").write_text(lines, encoding="utf-8")
+    async with Client(memory_server()) as client:
+        assert len(await search(client, "blue kayak", max_results=3)) == 3
+        assert len(await search(client, "blue kayak")) == 6
+        assert await search(client, "blue kayak", min_score=1.0) == []
+
+
+async def test_search_rejects_an_empty_query(memory_server: MemoryServer):
+    async with Client(memory_server()) as client:
+        assert "empty" in await error_of(client, "memory_search", query="  ")
+
+
+async def test_get_returns_lines_with_optional_numbers(memory_server: MemoryServer):
+    async with Client(memory_server()) as client:
+        whole = await call(client, "memory_get", path="MEMORY.md")
+        part = await call(client, "memory_get", path="MEMORY.md", start_line=3, lines=2, line_numbers=True)
+    assert whole["text"].startswith("# Long-term\n") and whole["total_lines"] == 8
+    assert part["text"] == "3| - Alice prefers green tea over coffee.\n4| - The garage door code is 4711."
+    assert (part["start_line"], part["end_line"]) == (3, 4)
+
+
+@pytest.mark.parametrize("path", ["../secret.md", "/etc/passwd", "AGENTS.md", "memory/../../secret.md", "memory/x.txt"])
+async def test_paths_outside_memory_are_refused(memory_server: MemoryServer, workspace: Path, path: str):
+    (workspace.parent / "secret.md").write_text("secret", encoding="utf-8")
+    (workspace / "AGENTS.md").write_text("persona", encoding="utf-8")
+    async with Client(memory_server()) as client:
+        assert "not a memory file" in await error_of(client, "memory_get", path=path)
+        assert "not a memory file" in await error_of(client, "memory_append", text="x", path=path)
+
+
+async def test_symlinks_leading_out_are_neither_indexed_nor_readable(memory_server: MemoryServer, workspace: Path):
+    outside = workspace.parent / "private.md"
+    outside.write_text("- The vault password is swordfish.\n", encoding="utf-8")
+    (workspace / "memory" / "linked.md").symlink_to(outside)
+    async with Client(memory_server()) as client:
+        assert await search(client, "vault password swordfish") == []
+        assert "not a memory file" in await error_of(client, "memory_get", path="memory/linked.md")
+
+
+async def test_append_goes_to_todays_log_and_is_found_on_the_next_call(memory_server: MemoryServer, workspace: Path):
+    async with Client(memory_server(watch=False)) as client:
+        written = await call(client, "memory_append", text="Carol moved to Lisbon in June.")
+        results = await search(client, "Where does Carol live now?")
+    today = dt.date.today().isoformat()
+    assert written["path"] == f"memory/{today}.md"
+    text = (workspace / written["path"]).read_text(encoding="utf-8").splitlines()
+    assert text[written["start_line"] - 1] == "Carol moved to Lisbon in June."
+    assert text[0].startswith("## ")  # a time heading
+    assert results[0]["path"] == written["path"]
+    assert results[0]["snippet"].startswith(f"[{today} · ")
+
+
+async def test_append_to_memory_md_keeps_what_was_there(memory_server: MemoryServer, workspace: Path):
+    before = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    async with Client(memory_server()) as client:
+        written = await call(client, "memory_append", text="- Alice's cat is called Miso.", path="MEMORY.md")
+        assert "empty" in await error_of(client, "memory_append", text="\n")
+    after = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    assert after.startswith(before) and after.endswith("\n- Alice's cat is called Miso.\n")
+    assert after.splitlines()[written["start_line"] - 1] == "- Alice's cat is called Miso."
+
+
+async def test_edit_delete_and_rename_are_reflected_at_once(memory_server: MemoryServer, workspace: Path):
+    log = workspace / "memory" / "2025-03-14.md"
+    async with Client(memory_server(watch=False)) as client:
+        assert await search(client, "dentist appointment")
+        log.write_text("- Dentist cancelled; call the orthodontist instead.\n", encoding="utf-8")
+        results = await search(client, "dentist")
+        assert [r["snippet"] for r in results] == ["[2025-03-14]\n- Dentist cancelled; call the orthodontist instead."]
+        log.rename(workspace / "memory" / "health.md")
+        results = await search(client, "orthodontist")
+        assert [r["path"] for r in results] == ["memory/health.md"]
+        (workspace / "memory" / "health.md").unlink()
+        assert await search(client, "orthodontist") == []
+
+
+async def test_watcher_indexes_new_files_without_a_search(memory_server: MemoryServer, workspace: Path):
+    async with Client(memory_server()) as client:
+        with anyio.fail_after(10):
+            while (await call(client, "memory_status"))["files"] != 2:
+                await anyio.sleep(0.05)
+        (workspace / "memory" / "trips.md").write_text("- Kyoto in April.\n", encoding="utf-8")
+        with anyio.fail_after(10):
+            while (await call(client, "memory_status"))["files"] != 3:
+                await anyio.sleep(0.05)
+        assert (await call(client, "memory_status"))["fresh"] is True
+
+
+async def test_cjk_query_finds_a_chinese_note(memory_server: MemoryServer, workspace: Path):
+    (workspace / "memory" / "2025-04-01.md").write_text("- 我明天要去北京开会。\n- 周五和小王吃火锅。\n", encoding="utf-8")
+    async with Client(memory_server()) as client:
+        results = await search(client, "北京")
+        hotpot = await search(client, "火锅", max_results=1)
+    assert results[0]["path"] == "memory/2025-04-01.md"
+    assert "北京开会" in results[0]["snippet"]
+    assert "吃火锅" in hotpot[0]["snippet"]
+
+
+async def test_evergreen_files_are_not_decayed(memory_server: MemoryServer, workspace: Path):
+    today = dt.date.today()
+    (workspace / "MEMORY.md").write_text("- The project codename is Bluebird.\n", encoding="utf-8")
+    (workspace / "memory" / "projects.md").write_text("- Codename Bluebird, again.\n", encoding="utf-8")
+    (workspace / "memory" / "2019-01-01.md").write_text("- Bluebird codename chosen: Bluebird.\n", encoding="utf-8")
+    (workspace / "memory" / f"{today.isoformat()}.md").write_text("- Bluebird codename Bluebird.\n", encoding="utf-8")
+    async with Client(memory_server()) as client:
+        results = await search(client, "Bluebird codename")
+    order = [r["path"] for r in results]
+    assert order[0] == f"memory/{today.isoformat()}.md"  # the strongest match, dated today: no decay
+    assert order.index("memory/2019-01-01.md") > order.index("MEMORY.md")
+    assert order.index("memory/2019-01-01.md") > order.index("memory/projects.md")
+
+
+async def test_status_reports_files_chunks_and_skipped_files(memory_server: MemoryServer, workspace: Path):
+    (workspace / "memory" / "blob.md").write_bytes(b"\x00\x01binary")
+    (workspace / "memory" / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
+    async with Client(memory_server()) as client:
+        await search(client, "anything")
+        status = await call(client, "memory_status")
+    assert status["files"] == 2 and status["chunks"] == 5
+    assert status["embedder"] == "none" and status["model"] is None
+    assert set(status["skipped"]) == {"memory/blob.md", "memory/latin1.md"}
+    assert "binary" in status["skipped"]["memory/blob.md"]
+    assert status["fresh"] is True and status["last_error"] is None
+
+
+async def test_a_corrupted_index_is_rebuilt_from_the_files(memory_server: MemoryServer, state: Path):
+    async with Client(memory_server()) as client:
+        assert await search(client, "garage door code")
+    for path in (state / "tantivy").iterdir():
+        if path.is_file():
+            path.write_bytes(b"garbage")
+    async with Client(memory_server()) as client:
+        results = await search(client, "garage door code")
+        status = await call(client, "memory_status")
+    assert results[0]["path"] == "MEMORY.md"
+    assert any("rebuilt" in warning for warning in status["warnings"])
+
+
+async def test_a_lost_index_is_rebuilt_from_the_files(memory_server: MemoryServer, state: Path):
+    async with Client(memory_server()) as client:
+        assert await search(client, "garage door code")
+    (state / "meta.json").write_text("{not json", encoding="utf-8")
+    for path in (state / "tantivy").iterdir():
+        if path.name.endswith(".idx"):
+            path.unlink()
+    async with Client(memory_server()) as client:
+        assert (await search(client, "garage door code"))[0]["path"] == "MEMORY.md"
+        assert len(await search(client, "Porto marathon")) == 1
+
+
+async def test_two_clients_appending_at_once_lose_nothing(memory_server: MemoryServer, workspace: Path):
+    async def append_many(client: Client, who: str) -> None:
+        for i in range(15):
+            await call(client, "memory_append", text=f"- {who} note number {i}", path="memory/shared.md")
+
+    async with Client(memory_server(watch=False)) as first, Client(memory_server(watch=False)) as second:
+        async with anyio.create_task_group() as group:
+            group.start_soon(append_many, first, "first")
+            group.start_soon(append_many, second, "second")
+        results = await search(first, "second note number 14", max_results=1)
+    lines = (workspace / "memory" / "shared.md").read_text(encoding="utf-8").splitlines()
+    for who in ("first", "second"):
+        assert [line for line in lines if line.startswith(f"- {who} ")] == [f"- {who} note number {i}" for i in range(15)]
+    assert "second note number 14" in results[0]["snippet"]
+
+
+async def test_extra_paths_are_indexed_and_readable(memory_server: MemoryServer, tmp_path: Path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "garden.md").write_text("- Plant the tomatoes after the last frost.\n", encoding="utf-8")
+    async with Client(memory_server(extra_paths=(notes,))) as client:
+        results = await search(client, "when to plant tomatoes")
+        text = await call(client, "memory_get", path=results[0]["path"])
+    assert results[0]["path"] == (notes / "garden.md").resolve().as_posix()
+    assert "tomatoes" in text["text"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes")
+async def test_unreadable_file_is_skipped_not_fatal(memory_server: MemoryServer, workspace: Path):
+    locked = workspace / "memory" / "locked.md"
+    locked.write_text("- hidden\n", encoding="utf-8")
+    locked.chmod(0)
+    if os.access(locked, os.R_OK):
+        pytest.skip("running as root: file modes do not stop reads")
+    async with Client(memory_server()) as client:
+        assert await search(client, "marathon")
+        assert "memory/locked.md" in (await call(client, "memory_status"))["skipped"]
