@@ -37,7 +37,7 @@ KINDS = {"article": "article.html", "long form": "form.html", "table": "table.ht
 
 
 class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 

@@ -43,8 +43,8 @@ def register(server: MCPServer, runner: Runner) -> None:
 
     @server.tool(annotations=_READ_ONLY)
     async def browser_take_screenshot(
-        type: Annotated[Literal["png", "jpeg"], Field(description="Image format.")] = "png",  # noqa: A002
-        fullPage: Annotated[bool, Field(description="The whole scrollable page, not just the viewport.")] = False,  # noqa: N803
+        type: Annotated[Literal["png", "jpeg"], Field(description="Image format.")] = "png",
+        fullPage: Annotated[bool, Field(description="The whole scrollable page, not just the viewport.")] = False,
         ref: Annotated[str | None, Field(description="Ref of one element to capture instead of the page.")] = None,
         element: Annotated[str | None, Field(description="Human-readable description of that element.")] = None,
         filename: Annotated[
@@ -73,7 +73,7 @@ def register(server: MCPServer, runner: Runner) -> None:
 
     @server.tool(annotations=_READ_ONLY)
     async def browser_console_messages(
-        onlyErrors: Annotated[bool, Field(description="Only errors and uncaught exceptions.")] = False,  # noqa: N803
+        onlyErrors: Annotated[bool, Field(description="Only errors and uncaught exceptions.")] = False,
     ) -> CallToolResult:
         """List the console messages the current tab has logged (newest last)."""
 
@@ -87,7 +87,7 @@ def register(server: MCPServer, runner: Runner) -> None:
 
     @server.tool(annotations=_READ_ONLY)
     async def browser_network_requests(
-        includeStatic: Annotated[  # noqa: N803
+        includeStatic: Annotated[
             bool, Field(description="Also list images, fonts, stylesheets and scripts.")
         ] = False,
     ) -> CallToolResult:
@@ -95,7 +95,7 @@ def register(server: MCPServer, runner: Runner) -> None:
 
         async def read(tab: Tab) -> Outcome:
             entries = [entry for entry in tab.requests if includeStatic or entry.resource_type not in _STATIC_TYPES]
-            lines = []
+            lines: list[str] = []
             for entry in entries[-_MAX_LOG_LINES:]:
                 outcome = entry.failure or (str(entry.status) if entry.status is not None else "pending")
                 lines.append(f"- [{entry.method}] {entry.url} => {outcome} ({entry.resource_type})")

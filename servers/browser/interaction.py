@@ -46,7 +46,7 @@ def register(server: MCPServer, runner: Runner) -> None:
     async def browser_click(
         ref: Ref,
         element: Element = None,
-        doubleClick: Annotated[bool, Field(description="Double-click instead of a single click.")] = False,  # noqa: N803
+        doubleClick: Annotated[bool, Field(description="Double-click instead of a single click.")] = False,
         button: Annotated[Literal["left", "right", "middle"], Field(description="Mouse button.")] = "left",
         modifiers: Annotated[list[Modifier] | None, Field(description="Keys held during the click.")] = None,
     ) -> CallToolResult:
@@ -143,10 +143,10 @@ def register(server: MCPServer, runner: Runner) -> None:
 
     @server.tool()
     async def browser_drag(
-        startRef: Annotated[str, Field(description="Ref of the element to drag.")],  # noqa: N803
-        endRef: Annotated[str, Field(description="Ref of the element to drop onto.")],  # noqa: N803
-        startElement: Element = None,  # noqa: N803
-        endElement: Element = None,  # noqa: N803
+        startRef: Annotated[str, Field(description="Ref of the element to drag.")],
+        endRef: Annotated[str, Field(description="Ref of the element to drop onto.")],
+        startElement: Element = None,
+        endElement: Element = None,
     ) -> CallToolResult:
         """Drag one element (by ref) and drop it onto another."""
 
@@ -190,7 +190,7 @@ def register(server: MCPServer, runner: Runner) -> None:
     @server.tool()
     async def browser_handle_dialog(
         accept: Annotated[bool, Field(description="true to accept (OK), false to dismiss (Cancel).")],
-        promptText: Annotated[str | None, Field(description="Text to enter in a prompt() dialog.")] = None,  # noqa: N803
+        promptText: Annotated[str | None, Field(description="Text to enter in a prompt() dialog.")] = None,
     ) -> CallToolResult:
         """Answer the JavaScript alert, confirm or prompt dialog that is open in the current tab."""
 

@@ -104,7 +104,7 @@ def register(server: MCPServer, runner: Runner) -> None:
     async def browser_wait_for(
         time: Annotated[float | None, Field(description="Seconds to wait (at most 30).", ge=0)] = None,
         text: Annotated[str | None, Field(description="Wait until this text is visible on the page.")] = None,
-        textGone: Annotated[str | None, Field(description="Wait until this text is no longer visible.")] = None,  # noqa: N803
+        textGone: Annotated[str | None, Field(description="Wait until this text is no longer visible.")] = None,
     ) -> CallToolResult:
         """Wait for text to appear or disappear, or for some seconds, then return the page snapshot."""
         if time is None and text is None and textGone is None:

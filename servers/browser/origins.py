@@ -61,7 +61,7 @@ class OriginPolicy:
         return not self.allowed or _any(self.allowed, parts.scheme, host, port)
 
     def describe(self) -> str:
-        rules = []
+        rules: list[str] = []
         if self.allowed:
             rules.append("allowed: " + ", ".join(self.allowed))
         if self.blocked:

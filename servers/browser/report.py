@@ -28,4 +28,7 @@ def result(
         text = f"{text}\n{fence(chr(10).join(page))}" if text else fence("\n".join(page))
     content: list[ContentBlock] = [TextContent(type="text", text=text)]
     content.extend(extra)
-    return CallToolResult(content=content, meta=UNTRUSTED_META if page else None)
+    result = CallToolResult(content=content)
+    if page:
+        result.meta = dict(UNTRUSTED_META)
+    return result

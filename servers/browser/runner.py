@@ -26,8 +26,8 @@ class Outcome:
     """What an action reports: our own note, lines taken from the page (fenced as untrusted), extra blocks."""
 
     note: str
-    page: list[str] = field(default_factory=list)
-    blocks: list[ContentBlock] = field(default_factory=list)
+    page: list[str] = field(default_factory=list[str])
+    blocks: list[ContentBlock] = field(default_factory=list[ContentBlock])
 
 
 Action = Callable[[Tab], Awaitable[str | Outcome]]
@@ -151,7 +151,7 @@ class Runner:
 
 
 async def tab_lines(session: Session) -> list[str]:
-    lines = []
+    lines: list[str] = []
     for index, tab in enumerate(session.tabs):
         marker = " (current)" if tab is session.current else ""
         lines.append(f"  - {index}:{marker} [{await _title(tab)}]({tab.page.url})")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 
 from mcp.server.mcpserver import MCPServer
@@ -27,7 +27,7 @@ def build_server(config: BrowserConfig | None = None, *, session: Session | None
     browser = session or Session(config or BrowserConfig())
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+    async def lifespan(_: MCPServer) -> AsyncGenerator[None]:
         try:
             yield
         finally:

@@ -137,7 +137,7 @@ class Session:
             await context.route("**/*", self._route)
         self._disconnected = asyncio.Event()
         browser.on("disconnected", lambda _: self._on_disconnected())
-        context.on("page", self._wrap)
+        context.on("page", self._on_page)
         self._browser, self._context = browser, context
         for page in context.pages:
             self._wrap(page)
@@ -154,6 +154,9 @@ class Session:
         if self.current is None:
             self.current = tab
         return tab
+
+    def _on_page(self, page: Page) -> None:
+        self._wrap(page)
 
     def _forget_tab(self, tab: Tab) -> None:
         if tab in self.tabs:

@@ -43,12 +43,14 @@ _REF = re.compile(r"^(?:f\d+)?e\d+$")
 class Node:
     role: str
     name: str | None = None
-    attrs: list[str] = field(default_factory=list)
+    attrs: list[str] = field(default_factory=list[str])
     ref: str | None = None
     pointer: bool = False
     active: bool = False
     value: str | None = None
-    children: list[Node] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list["Node"])
+    # url= and placeholder=, shown after the ref because they can be long.
+    props: list[str] = field(default_factory=list[str])
 
     @property
     def actionable(self) -> bool:
@@ -255,16 +257,16 @@ def _simplify(nodes: list[Node], base_url: str) -> list[Node]:
 
 def _inline_properties(node: Node, base_url: str) -> None:
     """Fold `/url:` and `/placeholder:` children into `[url=...]` and `[placeholder=...]` on the element."""
-    kept = []
+    kept: list[Node] = []
     for child in node.children:
         if child.role == "/url":
             url = _short_url(_unquote(child.value or ""), base_url)
             if url:
-                node.attrs.append(f"url={url}")
+                node.props.append(f"url={url}")
         elif child.role == "/placeholder":
             placeholder = _unquote(child.value or "")
             if placeholder and placeholder != node.name:
-                node.attrs.append(f"placeholder={placeholder}")
+                node.props.append(f"placeholder={placeholder}")
         else:
             kept.append(child)
     node.children = kept
@@ -321,7 +323,7 @@ def _compact(nodes: list[Node]) -> list[Node]:
     for node in nodes:
         kept_children = _compact(node.children)
         if node.actionable or node.role in _NOTICE_ROLES:
-            node.attrs = [attr for attr in node.attrs if not attr.startswith("url=")]
+            node.props = [prop for prop in node.props if not prop.startswith("url=")]
             if node.role in ("combobox", "listbox"):
                 kept_children = [child for child in node.children if "selected" in child.attrs] or kept_children
             node.children = kept_children
@@ -344,6 +346,7 @@ def _render(node: Node, depth: int, lines: list[str], refs: set[str]) -> None:
     if node.ref:
         parts.append(f"[ref={node.ref}]")
         refs.add(node.ref)
+    parts.extend(f"[{prop}]" for prop in node.props)
     line = "  " * depth + "- " + " ".join(parts)
     if node.value:
         line += ": " + node.value

@@ -23,11 +23,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--root", action="append", type=Path, metavar="DIR",
                    help=f"directory the tools may work in (repeatable; default {workspace})")
     p.add_argument("--security", choices=["deny", "allowlist", "full"], default="allowlist",
-                   help="deny: no exec; allowlist: only allowed binaries run unasked; full: anything (default allowlist)")
+                   help="deny: no exec; allowlist: allowed binaries run unasked; full: anything (default allowlist)")
     p.add_argument("--allow", action="append", default=[], metavar="NAME",
                    help="allow a binary: a name on PATH, an absolute path or a glob (repeatable)")
+    shown = ", ".join(DEFAULT_ALLOW[:6])
     p.add_argument("--no-default-allow", action="store_true",
-                   help=f"start from an empty allowlist instead of the read-only set ({', '.join(DEFAULT_ALLOW[:6])}...)")
+                   help=f"start from an empty allowlist instead of the read-only set ({shown}, ...)")
     p.add_argument("--ask", choices=["off", "on-miss", "always"], default="on-miss",
                    help="when to ask the user through MCP elicitation (default on-miss)")
     p.add_argument("--approval-timeout", type=float, default=120.0, metavar="SECONDS",

@@ -32,7 +32,7 @@ _INPUT_REQUIRED_VERSION = "2026-07-28"
 
 
 class ApprovalForm(BaseModel):
-    """The answer the user gives (the elicitation's requestedSchema)."""
+    """Approve or deny this command."""
 
     decision: Decision = Field(
         title="Decision",
@@ -41,7 +41,9 @@ class ApprovalForm(BaseModel):
 
 
 class OnceForm(BaseModel):
-    """The answer when every command is asked for (`--ask always`): remembering makes no sense there."""
+    """Approve or deny this command."""
+
+    # Offered with `--ask always`, where remembering an answer would make no difference.
 
     decision: Literal["allow-once", "deny"] = Field(
         title="Decision", description="allow-once runs it this time; deny refuses it."

@@ -92,7 +92,7 @@ class Files:
         lines: list[str] = [f"{target}/"]
         self._walk(target, depth, "  ", lines)
         if len(lines) > MAX_ENTRIES:
-            lines = lines[:MAX_ENTRIES] + [f"[... listing cut at {MAX_ENTRIES} entries; list a subdirectory ...]"]
+            lines = [*lines[:MAX_ENTRIES], f"[... listing cut at {MAX_ENTRIES} entries; list a subdirectory ...]"]
         return "\n".join(lines)
 
     def _walk(self, directory: Path, depth: int, indent: str, lines: list[str]) -> None:

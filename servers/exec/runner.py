@@ -8,6 +8,7 @@ a background command alive independently of the MCP request that started it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -143,10 +144,8 @@ class Job:
         for reader in self._readers:
             reader.join(_DRAIN_S)
         if self._popen.stdin is not None and not self._popen.stdin.closed:
-            try:
+            with contextlib.suppress(OSError):  # the child is gone; nothing left to flush
                 self._popen.stdin.close()
-            except OSError:
-                pass  # the child is gone; nothing left to flush
         self.exit_code = code
         if self.status == "running":
             self.status = "exited"
@@ -181,10 +180,8 @@ def _pump(stream: object, buffer: OutputBuffer) -> None:
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group may already be empty
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already empty
 
 
 def kill_tree(pid: int) -> None:
@@ -193,10 +190,8 @@ def kill_tree(pid: int) -> None:
         victims = descendants(pid)
         _kill_group(pid)
         for victim in victims:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(victim, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         if not victims:
             return
 

@@ -25,7 +25,9 @@ class Sandbox:
     bwrap: str
     network: bool = True
 
-    def wrap(self, argv: Sequence[str], *, roots: Sequence[Path], protected: Sequence[Path], workdir: Path) -> list[str]:
+    def wrap(
+        self, argv: Sequence[str], *, roots: Sequence[Path], protected: Sequence[Path], workdir: Path
+    ) -> list[str]:
         """`argv` run inside bwrap with `roots` bound writable and `protected` paths inside them read-only."""
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for root in roots:

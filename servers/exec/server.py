@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from mcp.server.elicitation import ElicitationResult
-from mcp.server.mcpserver import Context, MCPServer, Resolve
+from mcp.server.mcpserver import MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 

@@ -23,7 +23,7 @@ class _Pages(SimpleHTTPRequestHandler):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, directory=str(PAGES), **kwargs)
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         form = parse_qs(self.rfile.read(length).decode())
         user = form.get("username", [""])[0]
@@ -32,7 +32,7 @@ class _Pages(SimpleHTTPRequestHandler):
         body = f"<h1>Welcome, {user}</h1><p>Role: {role}, remember: {remember}</p>"
         self._html(body, {"Set-Cookie": f"user={user}; Path=/; Max-Age=3600"})
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path.startswith("/whoami"):
             jar = cookies.SimpleCookie(self.headers.get("Cookie") or "")
             user = jar["user"].value if "user" in jar else "nobody"
@@ -50,7 +50,7 @@ class _Pages(SimpleHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data.encode())
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 

@@ -46,7 +46,7 @@ def test_render_drops_wrappers_repeated_labels_and_useless_urls() -> None:
     assert "- generic" not in text.replace("- generic [ref=e20]", "")
     assert "rowgroup" not in text
     assert "text: User" not in text and "text: Remember me" not in text
-    assert 'link "Home" [url=/a.html] [ref=e3]' in text and 'link "Top" [ref=e4]\n' in text
+    assert 'link "Home" [ref=e3] [url=/a.html]' in text and 'link "Top" [ref=e4]\n' in text
     assert "- img" not in text  # an unnamed, unclickable image says nothing
     assert '- button "a: b" [ref=e18]' in text  # YAML-quoted keys are unquoted
     assert len(text) < len(RAW) * 0.7

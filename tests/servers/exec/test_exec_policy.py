@@ -68,8 +68,8 @@ BYPASSES = [
     "/usr/bin/r? x",
     "{rm,-rf,x}",
     # unicode look-alikes and invisible characters
-    "ｒｍ x",
-    "rм x",
+    "\uff52\uff4d x",  # fullwidth rm
+    "r\u043c x",  # Cyrillic em
     "ls\u200b a.txt",
     # environment tricks
     "PATH=/tmp ls",

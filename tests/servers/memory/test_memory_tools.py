@@ -59,7 +59,7 @@ async def test_search_respects_max_results_and_min_score(memory_server: MemorySe
     async with Client(memory_server()) as client:
         assert len(await search(client, "blue kayak", max_results=3)) == 3
         assert len(await search(client, "blue kayak")) == 6
-        assert await search(client, "blue kayak", min_score=1.0) == []
+        assert len(await search(client, "blue kayak", min_score=0.99)) == 1
 
 
 async def test_search_rejects_an_empty_query(memory_server: MemoryServer):
@@ -76,13 +76,14 @@ async def test_get_returns_lines_with_optional_numbers(memory_server: MemoryServ
     assert (part["start_line"], part["end_line"]) == (3, 4)
 
 
-@pytest.mark.parametrize("path", ["../secret.md", "/etc/passwd", "AGENTS.md", "memory/../../secret.md", "memory/x.txt"])
-async def test_paths_outside_memory_are_refused(memory_server: MemoryServer, workspace: Path, path: str):
+async def test_paths_outside_memory_are_refused(memory_server: MemoryServer, workspace: Path):
     (workspace.parent / "secret.md").write_text("secret", encoding="utf-8")
     (workspace / "AGENTS.md").write_text("persona", encoding="utf-8")
     async with Client(memory_server()) as client:
-        assert "not a memory file" in await error_of(client, "memory_get", path=path)
-        assert "not a memory file" in await error_of(client, "memory_append", text="x", path=path)
+        for path in ("../secret.md", "/etc/passwd", "AGENTS.md", "memory/../../secret.md", "memory/x.txt"):
+            assert "not a memory file" in await error_of(client, "memory_get", path=path)
+            assert "not a memory file" in await error_of(client, "memory_append", text="x", path=path)
+    assert (workspace.parent / "secret.md").read_text(encoding="utf-8") == "secret"
 
 
 async def test_symlinks_leading_out_are_neither_indexed_nor_readable(memory_server: MemoryServer, workspace: Path):
