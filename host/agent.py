@@ -34,8 +34,8 @@ class Agent:
     store: SessionStore
     server_events: ObjectReceiveStream[ServerEvent] | None = None
     clock: Clock = field(default=lambda: dt.datetime.now().astimezone())
-    last_persona: dict[str, list[PersonaFile]] = field(default_factory=dict)
-    last_context_chars: dict[str, int] = field(default_factory=dict)
+    last_persona: dict[str, list[PersonaFile]] = field(default_factory=dict[str, list[PersonaFile]])
+    last_context_chars: dict[str, int] = field(default_factory=dict[str, int])
 
     def now(self) -> dt.datetime:
         zone = self.settings.agent.timezone

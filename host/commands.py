@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from .agent import Agent
 from .events import Event
 from .persona import load_persona
+from .pool import ServerHandle
 
 Command = Callable[[Agent, Event], Awaitable[str]]
 
@@ -21,7 +22,7 @@ async def status(agent: Agent, event: Event) -> str:
     usage = session.usage
     context = agent.last_context_chars.get(event.session_key)
     context_text = f"~{context // 4:,} tokens ({context:,} chars)" if context else "not measured yet (no turn so far)"
-    servers = agent.pool.handles.values() if agent.pool else []
+    servers: list[ServerHandle] = list(agent.pool.handles.values()) if agent.pool else []
     server_text = ", ".join(f"{h.config.name} {'up' if h.ready else 'down'}" for h in servers) or "none"
     return "\n".join(
         [

@@ -11,7 +11,9 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypeVar
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
 
@@ -55,10 +57,10 @@ class ServerConfig:
     name: str
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    env: Mapping[str, str] = field(default_factory=dict[str, str], repr=False)
     cwd: str | None = None
     url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    headers: Mapping[str, str] = field(default_factory=dict[str, str], repr=False)
     enabled_tools: tuple[str, ...] | None = None
     disabled_tools: tuple[str, ...] = ()
     timeout_s: float = 60.0
@@ -110,65 +112,111 @@ def home_dir(environ: Mapping[str, str]) -> Path:
     return Path(environ.get("HERMITCRAB_HOME") or Path.home() / ".hermitcrab").expanduser()
 
 
+class _ServerEntry(BaseModel):
+    """One `mcpServers` entry as Claude Desktop writes it (other keys it may carry are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = {}
+    enabled_tools: list[str] | None = None
+    disabled_tools: list[str] = []
+    timeout_s: float = Field(default=60.0, validation_alias=AliasChoices("timeout_s", "timeout"), gt=0)
+    disabled: bool = False
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> _ServerEntry:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("needs exactly one of 'command' or 'url'")
+        return self
+
+
+class _ProviderEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: ProviderKind = "openai"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None
+    name: str = ""
+    max_tokens: int = Field(default=4096, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+
+
+class _AgentEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_iterations: int = Field(default=20, gt=0)
+    max_tool_result_chars: int = Field(default=20_000, gt=100)
+    ask_timeout_s: float = Field(default=300.0, gt=0)
+    timezone: str | None = None
+
+
+class _ConfigFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent: _AgentEntry = _AgentEntry()
+    providers: list[_ProviderEntry] = []
+    mcpServers: dict[str, _ServerEntry] = {}
+
+
+class _DesktopFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    mcpServers: dict[str, _ServerEntry] = {}
+
+
 def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | None = None) -> Settings:
     """Read `$HERMITCRAB_HOME/config.toml`, apply environment overrides; `mcp_config` replaces the server set."""
     env = os.environ if environ is None else environ
     home = home_dir(env)
-    raw = _read_toml(home / "config.toml")
-    servers = parse_mcp_servers(raw.get("mcpServers", {}), source=str(home / "config.toml"))
+    config_path = home / "config.toml"
+    config = _validate(_ConfigFile, _read_toml(config_path), config_path)
+    entries = config.mcpServers
     if mcp_config is not None:
-        servers = parse_mcp_servers(_read_json(mcp_config).get("mcpServers", {}), source=str(mcp_config))
+        entries = _validate(_DesktopFile, _read_json(mcp_config), mcp_config).mcpServers
+    agent = config.agent
     return Settings(
         home=home,
-        providers=_providers(raw.get("providers", []), env),
-        servers=servers,
-        agent=_agent(raw.get("agent", {})),
+        providers=_providers(config.providers, env),
+        servers=tuple(_server(name, entry) for name, entry in entries.items() if not entry.disabled),
+        agent=AgentSettings(agent.max_iterations, agent.max_tool_result_chars, agent.ask_timeout_s, agent.timezone),
     )
 
 
-def parse_mcp_servers(table: Any, *, source: str) -> tuple[ServerConfig, ...]:
-    """Parse a `mcpServers` mapping as Claude Desktop writes it."""
-    if not isinstance(table, dict):
-        raise ConfigError(f"{source}: mcpServers must be a table of servers")
-    servers = []
-    for name, spec in table.items():
-        if not isinstance(spec, dict):
-            raise ConfigError(f"{source}: mcpServers.{name} must be a table")
-        if spec.get("disabled") is True:
-            continue
-        if bool(spec.get("command")) == bool(spec.get("url")):
-            raise ConfigError(f"{source}: mcpServers.{name} needs exactly one of 'command' or 'url'")
-        enabled = spec.get("enabled_tools")
-        servers.append(
-            ServerConfig(
-                name=name,
-                command=spec.get("command"),
-                args=tuple(str(arg) for arg in spec.get("args", [])),
-                env={str(k): str(v) for k, v in spec.get("env", {}).items()},
-                cwd=spec.get("cwd"),
-                url=spec.get("url"),
-                headers={str(k): str(v) for k, v in spec.get("headers", {}).items()},
-                enabled_tools=None if enabled is None else tuple(enabled),
-                disabled_tools=tuple(spec.get("disabled_tools", [])),
-                timeout_s=float(spec.get("timeout_s", spec.get("timeout", 60.0))),
-            )
-        )
-    return tuple(servers)
+def _server(name: str, entry: _ServerEntry) -> ServerConfig:
+    return ServerConfig(
+        name=name,
+        command=entry.command,
+        args=tuple(entry.args),
+        env=entry.env,
+        cwd=entry.cwd,
+        url=entry.url,
+        headers=entry.headers,
+        enabled_tools=None if entry.enabled_tools is None else tuple(entry.enabled_tools),
+        disabled_tools=tuple(entry.disabled_tools),
+        timeout_s=entry.timeout_s,
+    )
 
 
-def _providers(tables: Any, env: Mapping[str, str]) -> tuple[ProviderProfile, ...]:
+def _providers(entries: list[_ProviderEntry], env: Mapping[str, str]) -> tuple[ProviderProfile, ...]:
     """Environment profile first (tests and scripts rely on it), then config profiles, then vendor keys."""
     profiles: list[ProviderProfile] = []
     override = _env_profile(env)
     if override is not None:
         profiles.append(override)
-    if not isinstance(tables, list):
-        raise ConfigError("config.toml: [[providers]] must be an array of tables")
-    profiles.extend(_profile_from_table(table, env) for table in tables)
+    profiles.extend(_profile(entry, env) for entry in entries)
     if not profiles:
-        for kind, key_var in (("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")):
-            if env.get(key_var):
-                profiles.append(_profile(kind, {"api_key": env[key_var]}, env))
+        if env.get("OPENAI_API_KEY"):
+            profiles.append(_profile(_ProviderEntry(kind="openai"), env))
+        if env.get("ANTHROPIC_API_KEY"):
+            profiles.append(_profile(_ProviderEntry(kind="anthropic"), env))
     return tuple(profiles)
 
 
@@ -177,60 +225,50 @@ def _env_profile(env: Mapping[str, str]) -> ProviderProfile | None:
     if not any(env.get(name) for name in wanted):
         return None
     kind = env.get("HERMITCRAB_PROVIDER") or "openai"
-    values = {
-        "base_url": env.get("HERMITCRAB_LLM_BASE_URL"),
-        "api_key": env.get("HERMITCRAB_LLM_API_KEY"),
-        "model": env.get("HERMITCRAB_MODEL"),
-        "name": "environment",
-    }
-    return _profile(kind, {k: v for k, v in values.items() if v}, env)
-
-
-def _profile_from_table(table: Any, env: Mapping[str, str]) -> ProviderProfile:
-    if not isinstance(table, dict):
-        raise ConfigError("config.toml: each [[providers]] entry must be a table")
-    values = dict(table)
-    kind = values.pop("kind", "openai")
-    key_env = values.pop("api_key_env", None)
-    if key_env:
-        values["api_key"] = env.get(key_env)
-    return _profile(kind, values, env)
-
-
-def _profile(kind: str, values: dict[str, Any], env: Mapping[str, str]) -> ProviderProfile:
     if kind not in DEFAULT_MODELS:
-        raise ConfigError(f"unknown provider kind {kind!r}: use 'openai' or 'anthropic'")
-    vendor_key = env.get("OPENAI_API_KEY" if kind == "openai" else "ANTHROPIC_API_KEY")
-    vendor_url = env.get("OPENAI_BASE_URL") if kind == "openai" else None
-    known = {"model", "base_url", "api_key", "name", "max_tokens", "timeout_s", "max_retries"}
-    unknown = set(values) - known
-    if unknown:
-        raise ConfigError(f"provider profile has unknown keys: {', '.join(sorted(unknown))}")
+        raise ConfigError(f"HERMITCRAB_PROVIDER={kind!r}: use 'openai' or 'anthropic'")
+    entry = _ProviderEntry(
+        kind=kind,  # pyright: ignore[reportArgumentType]  # checked against DEFAULT_MODELS just above
+        base_url=env.get("HERMITCRAB_LLM_BASE_URL") or None,
+        api_key=env.get("HERMITCRAB_LLM_API_KEY") or None,
+        model=env.get("HERMITCRAB_MODEL") or None,
+        name="environment",
+    )
+    return _profile(entry, env)
+
+
+def _profile(entry: _ProviderEntry, env: Mapping[str, str]) -> ProviderProfile:
+    """Fill what the entry leaves out from the vendor's usual variables and defaults."""
+    openai = entry.kind == "openai"
+    key = env.get(entry.api_key_env) if entry.api_key_env else entry.api_key
+    vendor_key = env.get("OPENAI_API_KEY" if openai else "ANTHROPIC_API_KEY")
+    vendor_url = env.get("OPENAI_BASE_URL") if openai else None
     return ProviderProfile(
-        kind=kind,  # type: ignore[arg-type]  # checked against DEFAULT_MODELS above
-        model=values.get("model") or DEFAULT_MODELS[kind],
-        base_url=(values.get("base_url") or vendor_url or DEFAULT_BASE_URLS[kind]).rstrip("/"),
-        api_key=values.get("api_key") or vendor_key,
-        name=values.get("name", ""),
-        max_tokens=int(values.get("max_tokens", 4096)),
-        timeout_s=float(values.get("timeout_s", 120.0)),
-        max_retries=int(values.get("max_retries", 3)),
+        kind=entry.kind,
+        model=entry.model or DEFAULT_MODELS[entry.kind],
+        base_url=(entry.base_url or vendor_url or DEFAULT_BASE_URLS[entry.kind]).rstrip("/"),
+        api_key=key or vendor_key,
+        name=entry.name,
+        max_tokens=entry.max_tokens,
+        timeout_s=entry.timeout_s,
+        max_retries=entry.max_retries,
     )
 
 
-def _agent(table: Any) -> AgentSettings:
-    if not isinstance(table, dict):
-        raise ConfigError("config.toml: [agent] must be a table")
-    defaults = AgentSettings()
-    return AgentSettings(
-        max_iterations=int(table.get("max_iterations", defaults.max_iterations)),
-        max_tool_result_chars=int(table.get("max_tool_result_chars", defaults.max_tool_result_chars)),
-        ask_timeout_s=float(table.get("ask_timeout_s", defaults.ask_timeout_s)),
-        timezone=table.get("timezone"),
-    )
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _validate(model: type[_Model], data: object, source: Path) -> _Model:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
+        )
+        raise ConfigError(f"{source}: {problems}") from exc
+
+
+def _read_toml(path: Path) -> dict[str, object]:
     if not path.exists():
         return {}
     try:
@@ -239,13 +277,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc}") from exc
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> object:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ConfigError(f"MCP config file not found: {path}") from exc
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object with an 'mcpServers' key")
-    return data

@@ -25,7 +25,7 @@ class Event:
     text: str
     target: Target
     session_key: str = "main"
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
 
 
 class Channel(Protocol):

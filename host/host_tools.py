@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .pool import McpPool, ToolOutcome, current_asker
 from .providers.base import ToolSpec
@@ -74,7 +74,8 @@ class HostToolbox:
         if not isinstance(question, str) or not question.strip():
             return ToolOutcome("ask_user needs a non-empty 'question' string", True)
         choices = arguments.get("choices")
-        answer = await self.conversation.ask(question, choices if isinstance(choices, list) else None)
+        offered = [str(choice) for choice in cast(list[object], choices)] if isinstance(choices, list) else None
+        answer = await self.conversation.ask(question, offered)
         if answer is None:
             return ToolOutcome("The user did not answer (timed out or no one can be asked here).", True)
         return ToolOutcome(answer)

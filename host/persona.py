@@ -80,7 +80,7 @@ def load_persona(
 
 
 def render_persona(files: list[PersonaFile]) -> str:
-    sections = []
+    sections: list[str] = []
     for file in files:
         if file.missing:
             sections.append(f"## {file.name}\n[missing: {file.name} does not exist in the workspace]")

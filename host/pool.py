@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol, TextIO, cast
 
 import anyio
 import httpx2
@@ -317,7 +317,8 @@ def _is_connection_lost(exc: MCPError) -> bool:
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(inner) for inner in exc.exceptions)
+        group = cast(BaseExceptionGroup[BaseException], exc)
+        return "; ".join(_describe(inner) for inner in group.exceptions)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 

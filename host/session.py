@@ -9,7 +9,7 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .providers.base import Message, ToolCall, Usage
 
@@ -41,17 +41,17 @@ class Transcript:
     def entries(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
-        entries = []
+        entries: list[dict[str, Any]] = []
         for number, line in enumerate(self.path.read_bytes().splitlines(), start=1):
             if not line.strip():
                 continue
             try:
-                entry = json.loads(line)
+                entry: object = json.loads(line)
             except (json.JSONDecodeError, UnicodeDecodeError):
                 logger.warning("%s:%d: skipping a torn transcript line", self.path, number)
                 continue
             if isinstance(entry, dict):
-                entries.append(entry)
+                entries.append(cast(dict[str, Any], entry))
         return entries
 
 
@@ -97,13 +97,13 @@ class SessionStore:
 
     def _index(self) -> dict[str, Any]:
         try:
-            data = json.loads(self._index_path.read_text(encoding="utf-8"))
+            data: object = json.loads(self._index_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
         except json.JSONDecodeError:
             logger.warning("%s is unreadable; starting a new index", self._index_path)
             return {}
-        return data if isinstance(data, dict) else {}
+        return cast(dict[str, Any], data) if isinstance(data, dict) else {}
 
     def _write_index(self, index: dict[str, Any]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -148,7 +148,8 @@ def usage_from(entries: list[dict[str, Any]]) -> Usage:
     for entry in entries:
         usage = entry.get("usage")
         if entry.get("kind") == "assistant" and isinstance(usage, dict):
-            total = total + Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+            counts = cast(dict[str, int], usage)
+            total = total + Usage(int(counts.get("input_tokens", 0)), int(counts.get("output_tokens", 0)))
     return total
 
 

@@ -45,7 +45,7 @@ def init() -> None:
 
 def render_config(home: Path) -> str:
     template = files("hermitcrab.host").joinpath("config_template.toml").read_text(encoding="utf-8")
-    blocks = []
+    blocks: list[str] = []
     for name, script in OWN_SERVERS.items():
         path = find_script(script)
         prefix = "" if path else "# (not installed) "

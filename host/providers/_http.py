@@ -7,7 +7,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx
@@ -73,12 +73,12 @@ async def _post_once(
     if response.is_error:
         raise ProviderError(f"HTTP {response.status_code}: {_error_text(response)}", status=response.status_code)
     try:
-        body = response.json()
+        body: object = response.json()
     except ValueError as exc:
         raise ProviderError(f"the provider answered with something that is not JSON: {response.text[:200]!r}") from exc
     if not isinstance(body, dict):
         raise ProviderError("the provider answered with JSON that is not an object")
-    return body
+    return cast(dict[str, Any], body)
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -98,10 +98,10 @@ def parse_retry_after(value: str | None) -> float | None:
 
 def _error_text(response: httpx.Response) -> str:
     try:
-        body = response.json()
+        body: object = response.json()
     except ValueError:
         return response.text[:300]
-    error = body.get("error") if isinstance(body, dict) else None
+    error = cast(dict[str, object], body).get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
-        return str(error.get("message") or error)[:300]
+        return str(cast(dict[str, object], error).get("message") or error)[:300]
     return str(error or body)[:300]

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
+from pydantic import BaseModel, ValidationError
 
 from ..config import ProviderProfile
 from ..errors import ProviderError
@@ -74,21 +75,37 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     return blocks
 
 
+class _Block(BaseModel):
+    type: str
+    text: str = ""
+    id: str = ""
+    name: str = ""
+    input: dict[str, Any] = {}
+
+
+class _WireUsage(BaseModel):
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
+
+
+class _Response(BaseModel):
+    model: str = ""
+    content: list[_Block]
+    usage: _WireUsage | None = None
+
+
 def from_wire(body: dict[str, Any], label: str) -> Completion:
-    content = body.get("content")
-    if not isinstance(content, list):
-        raise ProviderError(f"response has no content blocks: {str(body)[:200]}")
-    texts = [block.get("text", "") for block in content if block.get("type") == "text"]
-    calls = tuple(
-        ToolCall(block.get("id", ""), block.get("name", ""), block.get("input") or {})
-        for block in content
-        if block.get("type") == "tool_use"
-    )
-    usage = body.get("usage") or {}
+    try:
+        response = _Response.model_validate(body)
+    except ValidationError as exc:
+        raise ProviderError(f"unexpected Messages API response: {str(body)[:200]}") from exc
+    text = "".join(block.text for block in response.content if block.type == "text")
+    calls = tuple(ToolCall(b.id, b.name, b.input) for b in response.content if b.type == "tool_use")
+    usage = response.usage or _WireUsage()
     return Completion(
-        message=Message(role="assistant", content="".join(texts), tool_calls=calls),
-        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
-        model=str(body.get("model", "")),
+        message=Message("assistant", text, calls),
+        usage=Usage(usage.input_tokens or 0, usage.output_tokens or 0),
+        model=response.model,
         provider=label,
     )
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import httpx
+from pydantic import BaseModel, Field, ValidationError
 
 from ..config import ProviderProfile
 from ..errors import ProviderError
@@ -59,31 +60,60 @@ def to_wire(message: Message) -> dict[str, Any]:
     return wire
 
 
+class _Function(BaseModel):
+    name: str = ""
+    arguments: str | dict[str, Any] | None = None
+
+
+class _WireToolCall(BaseModel):
+    id: str = ""
+    function: _Function
+
+
+class _WireMessage(BaseModel):
+    content: str | None = None
+    tool_calls: list[_WireToolCall] | None = None
+
+
+class _Choice(BaseModel):
+    message: _WireMessage
+
+
+class _WireUsage(BaseModel):
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+
+
+class _Response(BaseModel):
+    model: str = ""
+    choices: list[_Choice] = Field(min_length=1)
+    usage: _WireUsage | None = None
+
+
 def from_wire(body: dict[str, Any], label: str) -> Completion:
     try:
-        choice = body["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError) as exc:
-        raise ProviderError(f"response has no choices[0].message: {str(body)[:200]}") from exc
-    calls = tuple(_tool_call(raw) for raw in choice.get("tool_calls") or [])
-    usage = body.get("usage") or {}
+        response = _Response.model_validate(body)
+    except ValidationError as exc:
+        raise ProviderError(f"unexpected chat completions response: {str(body)[:200]}") from exc
+    message = response.choices[0].message
+    usage = response.usage or _WireUsage()
     return Completion(
-        message=Message(role="assistant", content=choice.get("content") or "", tool_calls=calls),
-        usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
-        model=str(body.get("model", "")),
+        message=Message("assistant", message.content or "", tuple(_tool_call(raw) for raw in message.tool_calls or [])),
+        usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0),
+        model=response.model,
         provider=label,
     )
 
 
-def _tool_call(raw: dict[str, Any]) -> ToolCall:
-    function = raw.get("function") or {}
-    text = function.get("arguments") or "{}"
+def _tool_call(raw: _WireToolCall) -> ToolCall:
+    text = raw.function.arguments or "{}"
     try:
-        arguments = json.loads(text) if isinstance(text, str) else text
+        arguments: object = json.loads(text) if isinstance(text, str) else text
     except json.JSONDecodeError as exc:
-        return ToolCall(raw.get("id", ""), function.get("name", ""), {}, f"arguments are not valid JSON: {exc}")
+        return ToolCall(raw.id, raw.function.name, {}, f"arguments are not valid JSON: {exc}")
     if not isinstance(arguments, dict):
-        return ToolCall(raw.get("id", ""), function.get("name", ""), {}, "arguments must be a JSON object")
-    return ToolCall(raw.get("id", ""), function.get("name", ""), arguments)
+        return ToolCall(raw.id, raw.function.name, {}, "arguments must be a JSON object")
+    return ToolCall(raw.id, raw.function.name, cast(dict[str, Any], arguments))
 
 
 register("openai", OpenAIProvider)

@@ -63,3 +63,41 @@ async def test_system_prompt_carries_runtime_facts(tmp_path: Path):
     system = provider.seen[0]["system"]
     assert "(JST)" in system and "Channel: test" in system and "ask_user, message" in system
     assert "[missing: AGENTS.md does not exist in the workspace]" in system
+
+
+class Room:
+    """A test channel that answers every question with a fixed choice."""
+
+    name = "test"
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.sent: list[str] = []
+        self.gateway: Gateway | None = None
+
+    async def send(self, target: Target, text: str) -> None:
+        self.sent.append(text)
+        if text.startswith("Allow") and self.gateway is not None:
+            await self.gateway.submit(Event("message", self.answer, target))
+
+    async def typing(self, target: Target) -> None:
+        return None
+
+
+async def test_server_elicitation_is_asked_in_the_conversation_that_called_the_tool(tmp_path: Path):
+    provider = ScriptedProvider().call(("g", "guarded", {"action": "deploy"})).say("deployed")
+    kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
+    settings = Settings(home=tmp_path, providers=(), servers=(kit,), agent=AgentSettings())
+    room = Room("allow-always")
+
+    async with McpPool(settings.servers) as pool:
+        agent = Agent(settings, provider, pool, SessionStore(tmp_path / "sessions"))
+        room.gateway = gateway = Gateway(agent, {"test": room}, ask_timeout_s=5)
+        async with anyio.create_task_group() as group:
+            await group.start(gateway.serve)
+            await gateway.process(Event("message", "ship it", ROOM))
+            group.cancel_scope.cancel()
+
+    assert room.sent[0].startswith("Allow deploy?") and "- allow-always" in room.sent[0]
+    assert provider.seen[1]["messages"][-1].content == "deploy: allow-always"
+    assert room.sent[-1] == "deployed"

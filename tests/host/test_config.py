@@ -79,8 +79,10 @@ def test_claude_desktop_json_replaces_configured_servers(tmp_path: Path):
     ("content", "message"),
     [
         ("[mcpServers.bad]\nargs = []\n", "exactly one of 'command' or 'url'"),
-        ('[[providers]]\nkind = "gemini"\n', "unknown provider kind"),
-        ('[[providers]]\nmodel = "x"\ntemprature = 1\n', "unknown keys: temprature"),
+        ('[[providers]]\nkind = "gemini"\n', "providers.0.kind: Input should be 'openai' or 'anthropic'"),
+        ('[[providers]]\nmodel = "x"\ntemprature = 1\n', "providers.0.temprature: Extra inputs are not permitted"),
+        ("[agent]\nmax_iterations = 0\n", "agent.max_iterations: Input should be greater than 0"),
+        ('[mcpServers.x]\ncommand = "a"\ntimeout_s = -1\n', "mcpServers.x.timeout_s"),
         ("not toml = = =", "config.toml"),
     ],
 )
