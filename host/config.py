@@ -64,6 +64,7 @@ class ServerConfig:
     enabled_tools: tuple[str, ...] | None = None
     disabled_tools: tuple[str, ...] = ()
     timeout_s: float = 60.0
+    protocol: Literal["auto", "legacy"] = "auto"
 
     def allows(self, tool: str) -> bool:
         if tool in self.disabled_tools:
@@ -127,6 +128,7 @@ class _ServerEntry(BaseModel):
     disabled_tools: list[str] = []
     timeout_s: float = Field(default=60.0, validation_alias=AliasChoices("timeout_s", "timeout"), gt=0)
     disabled: bool = False
+    protocol: Literal["auto", "legacy"] = "auto"
 
     @model_validator(mode="after")
     def _one_transport(self) -> _ServerEntry:
@@ -202,6 +204,7 @@ def _server(name: str, entry: _ServerEntry) -> ServerConfig:
         enabled_tools=None if entry.enabled_tools is None else tuple(entry.enabled_tools),
         disabled_tools=tuple(entry.disabled_tools),
         timeout_s=entry.timeout_s,
+        protocol=entry.protocol,
     )
 
 

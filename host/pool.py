@@ -7,6 +7,7 @@ import json
 import logging
 import re
 import sys
+import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
@@ -15,7 +16,7 @@ from typing import Any, Protocol, TextIO, cast
 
 import anyio
 import httpx2
-from mcp import Client, StdioServerParameters, stdio_client, types
+from mcp import Client, MCPDeprecationWarning, StdioServerParameters, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
@@ -79,6 +80,7 @@ class ServerHandle:
         self._ready = anyio.Event()
         self._dead = anyio.Event()
         self._backoff = 0.5
+        self._notified = False  # older-era servers notify about resource changes instead of streaming them
 
     @property
     def ready(self) -> bool:
@@ -89,7 +91,7 @@ class ServerHandle:
             try:
                 async with self._connect() as client:
                     await self._load_tools(client)
-                    self._dead = anyio.Event()
+                    self._dead, self._notified = anyio.Event(), False
                     await self._watch(client)
                     self._mark_down()
                     logger.warning("MCP server %r went away; restarting", self.config.name)
@@ -157,7 +159,18 @@ class ServerHandle:
                 command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=config.cwd
             )
             target = stdio_client(params, errlog=self._errlog)
-        return Client(target, elicitation_callback=_answer_elicitation, client_info=_CLIENT_INFO)
+        return Client(
+            target,
+            mode=config.protocol,
+            elicitation_callback=_answer_elicitation,
+            message_handler=self._on_message,
+            client_info=_CLIENT_INFO,
+        )
+
+    async def _on_message(self, message: types.ServerNotification | Exception) -> None:
+        """Resource updates from servers of the older protocol era, which notify instead of streaming."""
+        if self._notified and isinstance(message, types.ResourceUpdatedNotification) and self._on_event is not None:
+            await self._on_event(ServerEvent(self.config.name, str(message.params.uri)))
 
     async def _load_tools(self, client: Client) -> None:
         tools: list[types.Tool] = []
@@ -181,7 +194,12 @@ class ServerHandle:
             group.start_soon(until_dead)
             try:
                 await self._listen(client)
-            except (ListenNotSupportedError, MCPError):
+            except ListenNotSupportedError:
+                self._notified = True
+                await self._subscribe_legacy(client)
+                self._mark_up(client)
+                await self._probe_forever(client)
+            except MCPError:
                 self._mark_up(client)
                 await self._probe_forever(client)
             except SubscriptionLost:
@@ -197,6 +215,15 @@ class ServerHandle:
                     await self._on_event(ServerEvent(self.config.name, event.uri))
                 elif isinstance(event, ToolsListChanged):
                     await self._load_tools(client)
+
+    async def _subscribe_legacy(self, client: Client) -> None:
+        resources = client.server_capabilities.resources
+        if resources is None or not resources.subscribe:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)  # the older era is what this server speaks
+            for uri in await _resource_uris(client):
+                await client.session.subscribe_resource(uri)
 
     async def _probe_forever(self, client: Client) -> None:
         """For servers without `subscriptions/listen`: re-list tools now and then, which works in every protocol era."""

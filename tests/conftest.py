@@ -1,17 +1,10 @@
-"""Shared fixtures: every test gets its own HERMITCRAB_HOME, and coroutine tests run under anyio."""
+"""Shared fixtures: every test gets its own HERMITCRAB_HOME; async tests run under anyio (auto mode) on asyncio."""
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import pytest
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.obj):
-            item.add_marker(pytest.mark.anyio)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
+import pytest
 
 from hermitcrab.host.config import ServerConfig
 from hermitcrab.host.pool import McpPool, ServerEvent, current_asker
@@ -76,7 +77,8 @@ async def test_a_server_that_cannot_start_is_reported_not_fatal():
     assert outcome.text == "5"
 
 
-async def test_server_events_reach_the_host_queue():
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_server_events_reach_the_host_queue(protocol: str):
     received: list[ServerEvent] = []
     got_one = anyio.Event()
 
@@ -84,7 +86,7 @@ async def test_server_events_reach_the_host_queue():
         received.append(event)
         got_one.set()
 
-    async with McpPool([server("kit")], on_event=sink) as pool:
+    async with McpPool([server("kit", protocol=protocol)], on_event=sink) as pool:
         await pool.call("publish", {"item": "wake up"})
         with anyio.fail_after(5):
             await got_one.wait()

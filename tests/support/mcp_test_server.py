@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
+from mcp import types
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Elicit, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from pydantic import BaseModel
 
@@ -25,6 +28,14 @@ def build_server(name: str = "testkit") -> MCPServer:
     bus = InMemorySubscriptionBus()
     server = MCPServer(name, subscriptions=bus)
     inbox: list[str] = []
+    legacy_subscribers: list[ServerSession] = []
+
+    async def subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
+        """Older-era clients subscribe instead of listening; they get notifications/resources/updated."""
+        legacy_subscribers.append(ctx.session)
+        return types.EmptyResult()
+
+    server._lowlevel_server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
 
     @server.tool()
     def echo(text: str) -> str:
@@ -72,6 +83,8 @@ def build_server(name: str = "testkit") -> MCPServer:
         """Add an item to the inbox and notify listeners."""
         inbox.append(item)
         await bus.publish(ResourceUpdated(uri="test://inbox"))
+        for session in legacy_subscribers:
+            await session.send_resource_updated("test://inbox")
         return "published"
 
     return server
