@@ -91,7 +91,16 @@ class Gateway:
         return self._pending.get(session_key, 0)
 
     async def process(self, event: Event, *, deliver: bool = True) -> str | None:
-        """Run one event to completion and deliver its reply (unless told not to); returns the reply."""
+        """Run one event to completion and deliver its reply (unless told not to); returns the reply.
+
+        An event carrying `metadata["event_id"]` (a server's queue item) runs at most once per session: it is
+        recorded after its reply was delivered, and a repeat delivery of the same id is skipped.
+        """
+        event_id = event.metadata.get("event_id")
+        session = self.agent.session(event.session_key)
+        if event_id is not None and session.handled(str(event_id)):
+            logger.info("skipping event %s: already handled in session %s", event_id, event.session_key)
+            return None
         command = find_command(event.text) if event.kind == "message" else None
         if command is not None:
             reply: str | None = await command(self.agent, event)
@@ -103,6 +112,8 @@ class Gateway:
             reply = result.reply
         if reply and deliver:
             await self.deliver(event.target, reply)
+        if event_id is not None:
+            self.agent.session(event.session_key).transcript.append("event", event_id=str(event_id))
         return reply
 
     def waiting_for_answer(self, target: Target) -> bool:

@@ -138,3 +138,16 @@ async def test_a_failed_turn_is_reported_and_the_session_goes_on(tmp_path: Path,
     assert channel.sent[0][1].startswith("Sorry, that turn failed")
     assert channel.sent[1][1] == "second works"
     assert gateway.failures == 1
+
+
+async def test_a_server_event_item_is_handled_once_even_if_delivered_twice(tmp_path: Path, channel: RecordingChannel):
+    provider = ScriptedProvider().say("Reminder: stretch.")
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=1)
+    item = Event("server", "[event from cron] stretch", ROOM, metadata={"event_id": "job-7:run-1"})
+
+    first = await gateway.process(item)
+    again = await gateway.process(item)
+
+    assert first == "Reminder: stretch." and again is None
+    assert len(provider.seen) == 1
+    assert [text for _, text in channel.sent] == ["Reminder: stretch."]
