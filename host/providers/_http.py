@@ -12,6 +12,7 @@ from typing import Any, cast
 import anyio
 import httpx
 
+from ..config import ProviderProfile
 from ..errors import ProviderError, RetryableProviderError
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,25 @@ async def post_json(
             logger.info("retrying %s in %.2fs after: %s", url, delay, exc)
             attempt += 1
             await sleep(delay)
+
+
+class HttpProvider:
+    """Plumbing both wire formats share: a profile, an HTTP client, and POSTs with the profile's retry budget."""
+
+    def __init__(self, profile: ProviderProfile, client: httpx.AsyncClient) -> None:
+        self.profile = profile
+        self.client = client
+        self.label = profile.label
+
+    async def _post(self, path: str, payload: Mapping[str, Any], headers: Mapping[str, str]) -> dict[str, Any]:
+        return await post_json(
+            self.client,
+            f"{self.profile.base_url}{path}",
+            payload,
+            headers=headers,
+            timeout_s=self.profile.timeout_s,
+            max_retries=self.profile.max_retries,
+        )
 
 
 def backoff_delay(attempt: int, base_delay_s: float, retry_after: float | None) -> float:

@@ -5,23 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
-from ..config import ProviderProfile
 from ..errors import ProviderError
-from ._http import post_json
+from ._http import HttpProvider
 from .base import Completion, Message, ToolCall, ToolSpec, Usage, register
 
 API_VERSION = "2023-06-01"
 
 
-class AnthropicProvider:
-    def __init__(self, profile: ProviderProfile, client: httpx.AsyncClient) -> None:
-        self.profile = profile
-        self.client = client
-        self.label = profile.label
-
+class AnthropicProvider(HttpProvider):
     async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
         payload: dict[str, Any] = {
             "model": self.profile.model,
@@ -36,15 +29,7 @@ class AnthropicProvider:
         headers = {"anthropic-version": API_VERSION}
         if self.profile.api_key:
             headers["x-api-key"] = self.profile.api_key
-        body = await post_json(
-            self.client,
-            f"{self.profile.base_url}/v1/messages",
-            payload,
-            headers=headers,
-            timeout_s=self.profile.timeout_s,
-            max_retries=self.profile.max_retries,
-        )
-        return from_wire(body, self.label)
+        return from_wire(await self._post("/v1/messages", payload, headers), self.label)
 
 
 def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:

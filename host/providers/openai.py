@@ -6,21 +6,14 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-import httpx
 from pydantic import BaseModel, Field, ValidationError
 
-from ..config import ProviderProfile
 from ..errors import ProviderError
-from ._http import post_json
+from ._http import HttpProvider
 from .base import Completion, Message, ToolCall, ToolSpec, Usage, register
 
 
-class OpenAIProvider:
-    def __init__(self, profile: ProviderProfile, client: httpx.AsyncClient) -> None:
-        self.profile = profile
-        self.client = client
-        self.label = profile.label
-
+class OpenAIProvider(HttpProvider):
     async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
         payload: dict[str, Any] = {
             "model": self.profile.model,
@@ -36,15 +29,7 @@ class OpenAIProvider:
                 for t in tools
             ]
         headers = {"Authorization": f"Bearer {self.profile.api_key}"} if self.profile.api_key else {}
-        body = await post_json(
-            self.client,
-            f"{self.profile.base_url}/chat/completions",
-            payload,
-            headers=headers,
-            timeout_s=self.profile.timeout_s,
-            max_retries=self.profile.max_retries,
-        )
-        return from_wire(body, self.label)
+        return from_wire(await self._post("/chat/completions", payload, headers), self.label)
 
 
 def to_wire(message: Message) -> dict[str, Any]:
