@@ -45,14 +45,54 @@ def test_host_drives_the_official_filesystem_server_from_claude_desktop_json(her
     }
 
 
+def our_server(name: str, *flags: str) -> list[str]:
+    return [sys.executable, "-m", f"hermitcrab.servers.{name}", *flags]
+
+
 @needs_node
 @pytest.mark.parametrize(
-    "command", [[sys.executable, str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")]]
+    ("server", "expected"),
+    [("memory", "memory_search"), ("exec", "exec"), ("browser", "browser_snapshot")],
 )
-def test_inspector_cli_lists_tools(command: list[str]):
-    result = subprocess.run(
-        [str(INSPECTOR), "--cli", *command, "--method", "tools/list"], capture_output=True, text=True, timeout=120
+def test_inspector_cli_lists_our_servers_tools(server: str, expected: str, tmp_path: Path):
+    (tmp_path / "ws").mkdir()
+    flags = {
+        "memory": ["--workspace", str(tmp_path / "ws"), "--state", str(tmp_path / "state")],
+        "exec": ["--root", str(tmp_path), "--state", str(tmp_path / "state")],
+        "browser": ["--isolated", "--state", str(tmp_path / "state")],
+    }[server]
+
+    result = inspector(*our_server(server, *flags), "--method", "tools/list")
+
+    assert expected in {tool["name"] for tool in json.loads(result.stdout)["tools"]}
+
+
+@needs_node
+def test_inspector_cli_calls_a_tool_on_the_memory_server(tmp_path: Path):
+    workspace = tmp_path / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text("- The boat is moored at pier 39.\n")
+    flags = ["--workspace", str(workspace), "--state", str(tmp_path / "state"), "--embedder", "none"]
+
+    result = inspector(
+        *our_server("memory", *flags),
+        *("--method", "tools/call", "--tool-name", "memory_search", "--tool-arg", "query=where is the boat moored"),
     )
 
+    assert "pier 39" in result.stdout
+
+
+@needs_node
+def test_inspector_cli_lists_the_test_servers_tools():
+    result = inspector(
+        sys.executable, str(Path(__file__).parents[1] / "support" / "mcp_test_server.py"), "--method", "tools/list"
+    )
+
+    assert "echo" in {tool["name"] for tool in json.loads(result.stdout)["tools"]}
+
+
+def inspector(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the official MCP Inspector in CLI mode; it must exit 0."""
+    result = subprocess.run([str(INSPECTOR), "--cli", *args], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["tools"]
+    return result
