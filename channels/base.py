@@ -1,25 +1,6 @@
-"""Shared channel machinery: a name -> factory registry and splitting long replies for IM limits."""
+"""Shared channel machinery: splitting long replies to fit an IM's message size limit."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
-
-from hermitcrab.host.events import Channel
-
-ChannelFactory = Callable[..., Channel]
-_registry: dict[str, ChannelFactory] = {}
-
-
-def register(name: str, factory: ChannelFactory) -> None:
-    _registry[name] = factory
-
-
-def create(name: str, **options: Any) -> Channel:
-    try:
-        return _registry[name](**options)
-    except KeyError:
-        raise LookupError(f"no channel named {name!r}; known: {', '.join(sorted(_registry))}") from None
 
 
 def split_message(text: str, limit: int) -> list[str]:

@@ -10,8 +10,6 @@ from rich.markdown import Markdown
 
 from hermitcrab.host.events import Target
 
-from .base import register
-
 TERMINAL = Target(channel="terminal", conversation="console", user="you")
 
 
@@ -44,6 +42,3 @@ def hard_breaks(text: str) -> str:
         elif not in_code and line.strip():
             lines[index] = line + "  "
     return "\n".join(lines)
-
-
-register("terminal", TerminalChannel)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from importlib.metadata import version
+from typing import Annotated
 
 import typer
 
@@ -17,6 +19,21 @@ app = typer.Typer(
 )
 for module in (chat, ask, init, doctor, mcp_config):
     module.register(app)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"hermitcrab {version('hermitcrab')} (mcp {version('mcp')})")
+        raise typer.Exit
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """hermitcrab: a self-hosted personal AI assistant living in swappable MCP servers."""
 
 
 def main() -> None:

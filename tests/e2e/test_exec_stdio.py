@@ -25,8 +25,16 @@ async def test_exec_server_over_stdio(tmp_path: Path) -> None:
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "hermitcrab.servers.exec", "--root", str(root), "--state", str(tmp_path / "state"),
-              "--sandbox", "none"],
+        args=[
+            "-m",
+            "hermitcrab.servers.exec",
+            "--root",
+            str(root),
+            "--state",
+            str(tmp_path / "state"),
+            "--sandbox",
+            "none",
+        ],
     )
     async with Client(params, elicitation_callback=approve) as client:
         listed = await client.call_tool("exec", {"command": "ls | grep notes && cat notes.txt"})

@@ -99,3 +99,9 @@ def test_doctor_without_provider_fails_with_guidance(hermitcrab_home: Path):
 
     assert result.exit_code == 1
     assert "No LLM provider is configured" in result.output
+
+
+def test_version_names_hermitcrab_and_the_mcp_sdk():
+    result = runner.invoke(app, ["--version"])
+
+    assert result.exit_code == 0 and result.output.startswith("hermitcrab 0.1.0 (mcp 2.")

@@ -41,7 +41,8 @@ class _Pages(SimpleHTTPRequestHandler):
         super().do_GET()
 
     def _html(self, body: str, headers: dict[str, str] | None = None) -> None:
-        data = f'<!doctype html><html><head><meta charset="utf-8"><title>Result</title></head><body>{body}</body></html>'
+        head = '<!doctype html><html><head><meta charset="utf-8"><title>Result</title></head>'
+        data = f"{head}<body>{body}</body></html>"
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(data.encode())))
@@ -85,4 +86,3 @@ async def shared_session(tmp_path_factory: pytest.TempPathFactory, uploads: Path
     session = Session(config)
     yield session
     await session.close(stop=True)
-

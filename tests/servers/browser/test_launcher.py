@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
+from hermitcrab.servers.browser import BrowserConfig, build_server
 from hermitcrab.servers.browser.__main__ import config_from_args, parse_args
 from hermitcrab.servers.browser.launcher import BrowserNotFound, find_executable
+from tests.servers.browser.browser_results import text_of
 
 
 def test_explicit_executable_wins(tmp_path: Path) -> None:
@@ -42,8 +45,19 @@ def test_default_config_uses_a_persistent_profile_under_home(hermitcrab_home: Pa
 
 
 def test_isolated_headed_and_origins(tmp_path: Path) -> None:
-    args = parse_args(["--isolated", "--headed", "--allowed-origins", "a.com;b.com", "--root", str(tmp_path),
-                       "--enable-evaluate", "--state", str(tmp_path / "s")])
+    args = parse_args(
+        [
+            "--isolated",
+            "--headed",
+            "--allowed-origins",
+            "a.com;b.com",
+            "--root",
+            str(tmp_path),
+            "--enable-evaluate",
+            "--state",
+            str(tmp_path / "s"),
+        ]
+    )
     config = config_from_args(args)
     assert config.profile_dir is None and not config.headless
     assert config.allowed_origins == ("a.com", "b.com") and config.roots == (tmp_path,)
@@ -53,3 +67,11 @@ def test_isolated_headed_and_origins(tmp_path: Path) -> None:
 def test_profile_and_isolated_exclude_each_other(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--isolated", "--profile", str(tmp_path)])
+
+
+async def test_a_browser_that_fails_to_start_gives_a_clear_error(tmp_path: Path) -> None:
+    config = BrowserConfig(state_dir=tmp_path, executable=Path("/bin/false"))
+    async with Client(build_server(config)) as client:
+        result = await client.call_tool("browser_navigate", {"url": "about:blank"})
+    assert result.is_error
+    assert "Chromium failed to start" in text_of(result)

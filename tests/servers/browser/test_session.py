@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from browser_results import needs_chromium, ref_of, text_of
 from mcp import Client
 
 from hermitcrab.servers.browser import BrowserConfig, Session, build_server
+from tests.servers.browser.browser_results import needs_chromium, ref_of, text_of
 
 pytestmark = needs_chromium
 
@@ -25,7 +25,9 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def guarded(tmp_path_factory: pytest.TempPathFactory, profile: Path) -> AsyncIterator[Session]:
     """A persistent-profile browser that must not load anything from `localhost`, with evaluate on."""
     config = BrowserConfig(
-        state_dir=tmp_path_factory.mktemp("state"), profile_dir=profile, blocked_origins=("localhost",),
+        state_dir=tmp_path_factory.mktemp("state"),
+        profile_dir=profile,
+        blocked_origins=("localhost",),
         enable_evaluate=True,
     )
     session = Session(config)
@@ -98,3 +100,6 @@ async def test_evaluate_when_enabled(client: Client, site: str) -> None:
         "browser_evaluate", {"function": "(button) => button.textContent", "ref": ref_of(page, 'button "Press me"')}
     )
     assert '- Result: "Press me"' in text_of(pressed)
+    thrown = text_of(await client.call_tool("browser_evaluate", {"function": "() => { throw new Error('nope') }"}))
+    assert "The function threw an error" in thrown
+    assert "- Error: Page.evaluate: Error: nope" in thrown.split("<<<page-content-")[1]  # inside the untrusted fence

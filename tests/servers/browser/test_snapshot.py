@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hermitcrab.servers.browser.snapshot import cap, diff, is_ref, parse, render
+from hermitcrab.servers.browser.snapshot import cap, diff, parse, render
 
 RAW = """\
 - generic [active] [ref=e1]:
@@ -37,7 +37,7 @@ def test_render_keeps_refs_only_on_actionable_elements() -> None:
     snapshot = render(RAW)
     assert snapshot.refs == {"e3", "e4", "e12", "e16", "e18", "e20", "f1e2"}
     assert '- heading "Sign in" [level=1]\n' in snapshot.text
-    assert '- generic [ref=e20]: Clickable div' in snapshot.text
+    assert "- generic [ref=e20]: Clickable div" in snapshot.text
     assert "cursor=pointer" not in snapshot.text
 
 
@@ -73,7 +73,7 @@ def test_same_origin_urls_are_shortened() -> None:
 
 
 def test_lone_text_child_is_inlined() -> None:
-    raw = '- heading [level=2] [ref=e2]:\n  - text: Title'
+    raw = "- heading [level=2] [ref=e2]:\n  - text: Title"
     assert render(raw).text == "- heading [level=2]: Title"
 
 
@@ -99,8 +99,3 @@ def test_parse_handles_escaped_quotes_and_values() -> None:
     [node] = parse('- button "say \\"hi\\"" [disabled] [ref=e3]: "text: with colon"')
     assert node.name == 'say "hi"' and node.attrs == ["disabled"] and node.ref == "e3"
     assert node.value == '"text: with colon"'
-
-
-def test_is_ref() -> None:
-    assert is_ref("e12") and is_ref("f3e7")
-    assert not is_ref("button") and not is_ref("e")

@@ -6,11 +6,12 @@ import base64
 from collections.abc import AsyncIterator
 
 import pytest
-from browser_results import needs_chromium, ref_of, text_of
 from mcp import Client
 from mcp_types import ImageContent
+from playwright.async_api import Error as PlaywrightError
 
 from hermitcrab.servers.browser import Session, build_server
+from tests.servers.browser.browser_results import needs_chromium, ref_of, text_of
 
 pytestmark = needs_chromium
 
@@ -32,10 +33,25 @@ async def call(client: Client, tool: str, **arguments: object) -> str:
 async def test_tools_match_playwright_mcp_names(client: Client) -> None:
     names = {tool.name for tool in (await client.list_tools()).tools}
     expected = {
-        "browser_navigate", "browser_navigate_back", "browser_snapshot", "browser_click", "browser_type",
-        "browser_press_key", "browser_hover", "browser_select_option", "browser_fill_form", "browser_wait_for",
-        "browser_tabs", "browser_take_screenshot", "browser_console_messages", "browser_network_requests",
-        "browser_handle_dialog", "browser_file_upload", "browser_pdf_save", "browser_close", "browser_resize",
+        "browser_navigate",
+        "browser_navigate_back",
+        "browser_snapshot",
+        "browser_click",
+        "browser_type",
+        "browser_press_key",
+        "browser_hover",
+        "browser_select_option",
+        "browser_fill_form",
+        "browser_wait_for",
+        "browser_tabs",
+        "browser_take_screenshot",
+        "browser_console_messages",
+        "browser_network_requests",
+        "browser_handle_dialog",
+        "browser_file_upload",
+        "browser_pdf_save",
+        "browser_close",
+        "browser_resize",
         "browser_drag",
     }
     assert expected <= names
@@ -184,3 +200,115 @@ async def test_pdf_saved(client: Client, site: str, shared_session: Session) -> 
     saved = await call(client, "browser_pdf_save", filename="../../escape.pdf")
     path = shared_session.config.output_dir / "escape.pdf"
     assert str(path) in saved and path.read_bytes().startswith(b"%PDF")
+
+
+async def test_prompt_answered_with_text(client: Client, site: str) -> None:
+    page = await call(client, "browser_navigate", url=f"{site}/dialogs.html")
+    await call(client, "browser_click", ref=ref_of(page, 'button "Ask name"'))
+    handled = await call(client, "browser_handle_dialog", accept=True, promptText="Dora")
+    assert "Name: Dora" in handled, handled
+
+
+async def test_handle_dialog_without_a_dialog(client: Client, site: str) -> None:
+    await call(client, "browser_navigate", url=f"{site}/second.html")
+    result = await client.call_tool("browser_handle_dialog", {"accept": True})
+    assert result.is_error and "No dialog is open" in text_of(result)
+
+
+async def test_upload_into_a_file_input_by_ref(client: Client, site: str) -> None:
+    page = await call(client, "browser_navigate", url=f"{site}/form.html")
+    done = await call(client, "browser_file_upload", paths=["notes.txt"], ref=ref_of(page, 'button "Attachment"'))
+    assert "file=notes.txt:13" in done
+    missing = await client.call_tool("browser_file_upload", {"paths": ["notes.txt"]})
+    assert missing.is_error and "No file chooser is open" in text_of(missing)
+
+
+async def test_drag_hover_and_keys(client: Client, site: str) -> None:
+    page = await call(client, "browser_navigate", url=f"{site}/extras.html")
+    dropped = await call(
+        client, "browser_drag", startRef=ref_of(page, 'button "Drag me"'), endRef=ref_of(page, 'button "Drop here"')
+    )
+    assert "Dropped" in dropped
+    hovered = await call(client, "browser_hover", ref=ref_of(page, 'button "Hover target"'))
+    assert "Hovered" in hovered
+    await call(client, "browser_click", ref=ref_of(page, 'textbox "Keys"'))
+    pressed = await call(client, "browser_press_key", key="ArrowDown")
+    assert "Key: ArrowDown" in pressed
+
+
+async def test_download_is_saved(client: Client, site: str, shared_session: Session) -> None:
+    page = await call(client, "browser_navigate", url=f"{site}/extras.html")
+    done = await call(client, "browser_click", ref=ref_of(page, 'link "Download notes"'))
+    path = shared_session.config.output_dir / "hello.txt"
+    assert f"- Downloaded a file to {path}" in done
+    assert path.read_text(encoding="utf-8") == "hello file"
+
+
+async def test_console_levels_and_static_requests(client: Client, site: str) -> None:
+    await call(client, "browser_navigate", url=f"{site}/extras.html")
+    console = await call(client, "browser_console_messages")
+    assert "[log] hello from extras" in console and "[warning] careful" in console
+    network = await call(client, "browser_network_requests", includeStatic=True)
+    assert "/extras.html => 200 (document)" in network
+
+
+async def test_wait_for_arguments(client: Client, site: str) -> None:
+    page = await call(client, "browser_navigate", url=f"{site}/dialogs.html")
+    nothing = await client.call_tool("browser_wait_for", {})
+    assert nothing.is_error and "Give time, text or textGone" in text_of(nothing)
+    await call(client, "browser_click", ref=ref_of(page, 'button "Load later"'))
+    gone = await call(client, "browser_wait_for", textGone="Waiting", time=0)
+    assert "'Waiting' is gone" in gone
+
+
+async def test_compact_mode_sticks_for_later_actions(client: Client, site: str) -> None:
+    await call(client, "browser_navigate", url=f"{site}/login.html")
+    compact = await call(client, "browser_snapshot", compact=True)
+    assert "Snapshot (compact" in compact
+    resized = await call(client, "browser_resize", width=500, height=600)
+    assert "Resized the viewport to 500x600" in resized
+    full = await call(client, "browser_snapshot")
+    assert "compact" not in full.split("```yaml")[0].split("Snapshot")[-1]
+
+
+async def test_jpeg_screenshot_saved_to_a_file(client: Client, site: str, shared_session: Session) -> None:
+    await call(client, "browser_navigate", url=f"{site}/second.html")
+    result = await client.call_tool("browser_take_screenshot", {"type": "jpeg", "filename": "shot"})
+    [image] = [block for block in result.content if isinstance(block, ImageContent)]
+    assert image.mime_type == "image/jpeg" and base64.b64decode(image.data)[:2] == b"\xff\xd8"
+    assert (shared_session.config.output_dir / "shot.jpg").exists()
+
+
+async def test_tab_errors(client: Client, site: str) -> None:
+    await call(client, "browser_navigate", url=f"{site}/second.html")
+    no_index = await client.call_tool("browser_tabs", {"action": "select"})
+    assert no_index.is_error and "Give the index" in text_of(no_index)
+    wrong = await client.call_tool("browser_tabs", {"action": "select", "index": 7})
+    assert wrong.is_error and "There is no tab 7" in text_of(wrong)
+    opened = await call(client, "browser_tabs", action="new")
+    assert "about:blank" in opened
+    back = await client.call_tool("browser_navigate_back", {})
+    assert back.is_error and "no previous page" in text_of(back)
+
+
+async def test_closing_the_browser_and_starting_again(client: Client, site: str) -> None:
+    await call(client, "browser_navigate", url=f"{site}/second.html")
+    assert "Closed the browser" in await call(client, "browser_close")
+    again = await call(client, "browser_navigate", url=f"{site}/second.html")
+    assert "Second page" in again and "restarted" not in again
+
+
+async def test_crashed_tab_is_replaced(client: Client, site: str, shared_session: Session) -> None:
+    await call(client, "browser_navigate", url=f"{site}/second.html")
+    tab = await shared_session.current_tab()
+    async with tab.page.expect_event("crash"):
+        with pytest.raises(PlaywrightError):
+            await tab.page.goto("chrome://crash")  # the model cannot open chrome: URLs; the test can
+    assert tab.crashed
+    again = await call(client, "browser_navigate", url=f"{site}/second.html")
+    assert "page had crashed" in again and "Second page" in again
+
+
+async def test_navigating_to_a_download(client: Client, site: str) -> None:
+    result = await call(client, "browser_navigate", url="data:application/octet-stream;base64,aGk=")
+    assert "file download" in result

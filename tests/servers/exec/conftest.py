@@ -32,8 +32,13 @@ def state(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def checker(workspace: Path, state: Path) -> Checker:
-    return Checker(Policy(allow=TEST_ALLOW), [workspace], protected=[state], search_path=os.environ["PATH"],
-                   home=os.environ.get("HOME", "/root"))
+    return Checker(
+        Policy(allow=TEST_ALLOW),
+        [workspace],
+        protected=[state],
+        search_path=os.environ["PATH"],
+        home=os.environ.get("HOME", "/root"),
+    )
 
 
 @pytest.fixture

@@ -22,8 +22,13 @@ def era(request: pytest.FixtureRequest) -> str:
     return request.param  # type: ignore[no-any-return]
 
 
-@pytest.fixture(params=[("deny", "accept", "denied"), ("allow-once", "decline", "did not approve"),
-                        ("allow-once", "cancel", "did not approve")])
+@pytest.fixture(
+    params=[
+        ("deny", "accept", "denied"),
+        ("allow-once", "decline", "did not approve"),
+        ("allow-once", "cancel", "did not approve"),
+    ]
+)
 def refusal(request: pytest.FixtureRequest) -> tuple[str, str, str]:
     return request.param  # type: ignore[no-any-return]
 
@@ -48,8 +53,7 @@ async def run(server: MCPServer, user: User, era: str, command: str) -> tuple[bo
     return result.is_error, result.content[0].text  # type: ignore[union-attr]
 
 
-async def test_allow_once_runs_the_command(server_factory: Callable[..., MCPServer], workspace: Path,
-                                          era: str) -> None:
+async def test_allow_once_runs_the_command(server_factory: Callable[..., MCPServer], workspace: Path, era: str) -> None:
     user = User("allow-once")
     is_error, _ = await run(server_factory(), user, era, "rm a.txt")
     assert not is_error and not (workspace / "a.txt").exists()
@@ -61,16 +65,18 @@ async def test_allow_once_runs_the_command(server_factory: Callable[..., MCPServ
     assert schema["required"] == ["decision"]
 
 
-async def test_deny_refuses(server_factory: Callable[..., MCPServer], workspace: Path, era: str,
-                            refusal: tuple[str, str, str]) -> None:
+async def test_deny_refuses(
+    server_factory: Callable[..., MCPServer], workspace: Path, era: str, refusal: tuple[str, str, str]
+) -> None:
     decision, action, expected = refusal
     is_error, text = await run(server_factory(), User(decision, action), era, "rm a.txt")
     assert is_error and expected in text and "`rm a.txt`" in text
     assert (workspace / "a.txt").exists()
 
 
-async def test_no_answer_in_time_means_deny(server_factory: Callable[..., MCPServer], workspace: Path,
-                                           era: str) -> None:
+async def test_no_answer_in_time_means_deny(
+    server_factory: Callable[..., MCPServer], workspace: Path, era: str
+) -> None:
     server = server_factory(approval_timeout_s=0.3)
     with anyio.fail_after(10):
         is_error, text = await run(server, User("allow-once", delay_s=0.8), era, "rm a.txt")

@@ -21,10 +21,14 @@ async def text(client: Client, tool: str, **args: Any) -> tuple[bool, str]:
     return result.is_error, result.content[0].text  # type: ignore[union-attr]
 
 
-@pytest.fixture(params=[
-    ("read_file", {}), ("write_file", {"content": "x"}), ("edit_file", {"old_text": "a", "new_text": "b"}),
-    ("list_dir", {}),
-])
+@pytest.fixture(
+    params=[
+        ("read_file", {}),
+        ("write_file", {"content": "x"}),
+        ("edit_file", {"old_text": "a", "new_text": "b"}),
+        ("list_dir", {}),
+    ]
+)
 def file_tool(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
     return request.param  # type: ignore[no-any-return]
 
@@ -72,8 +76,7 @@ async def test_binary_files_are_refused(server_factory: Callable[..., MCPServer]
     assert is_error and "binary" in message
 
 
-async def test_write_creates_parents_and_keeps_mode(server_factory: Callable[..., MCPServer],
-                                                    workspace: Path) -> None:
+async def test_write_creates_parents_and_keeps_mode(server_factory: Callable[..., MCPServer], workspace: Path) -> None:
     script = workspace / "run.sh"
     script.write_text("old")
     script.chmod(0o755)
@@ -84,8 +87,9 @@ async def test_write_creates_parents_and_keeps_mode(server_factory: Callable[...
     assert script.read_text() == "#!/bin/sh\n" and script.stat().st_mode & 0o777 == 0o755
 
 
-async def test_edit_exact_missing_ambiguous_and_replace_all(server_factory: Callable[..., MCPServer],
-                                                           workspace: Path) -> None:
+async def test_edit_exact_missing_ambiguous_and_replace_all(
+    server_factory: Callable[..., MCPServer], workspace: Path
+) -> None:
     target = workspace / "e.txt"
     target.write_text("a = 1\nb = 1\n")
     async with Client(server_factory()) as client:
@@ -94,8 +98,7 @@ async def test_edit_exact_missing_ambiguous_and_replace_all(server_factory: Call
         is_error, message = await text(client, "edit_file", path="e.txt", old_text="= 1", new_text="= 2")
         assert is_error and "2 times" in message
         assert not (await text(client, "edit_file", path="e.txt", old_text="a = 1", new_text="a = 9"))[0]
-        assert not (await text(client, "edit_file", path="e.txt", old_text="= 1", new_text="= 3",
-                               replace_all=True))[0]
+        assert not (await text(client, "edit_file", path="e.txt", old_text="= 1", new_text="= 3", replace_all=True))[0]
     assert target.read_text() == "a = 9\nb = 3\n"
 
 

@@ -80,6 +80,8 @@ BYPASSES = [
     "for PATH in /tmp; do ls; done",
     "read PATH < a.txt",
     "echo ${PATH:=/tmp}",
+    "PATH[0]=/tmp ls",
+    "declare -n ref=PATH; ref=/tmp; ls",
     # redirections writing outside the roots
     "echo x > ~/.bashrc",
     "echo x >> /etc/passwd",
@@ -92,6 +94,9 @@ BYPASSES = [
     "cd / && echo x > tmp/evil",
     "cd sub; cd ../..; echo x > evil",
     "cat a.txt | tee ~/.bashrc",
+    "git -C /etc init",
+    "git clone https://example.org/x.git /etc/x",
+    "cd sub && ./run.sh",
     # constructs bashlex cannot model are never waved through
     "time rm x",
     "[[ $(rm x) ]]",
@@ -121,6 +126,8 @@ ALLOWED = [
     "export FOO=bar",
     "for f in a b; do echo $f; done",
     "f() { ls; }; f",
+    "git -C sub status",
+    "git clone https://example.org/x.git sub/x",
 ]
 
 
@@ -149,8 +156,15 @@ def test_symlink_named_like_an_allowed_binary_is_not_allowed(checker: Checker, w
 
 
 @pytest.mark.parametrize(
-    "env", [{"LD_PRELOAD": "/tmp/x.so"}, {"PATH": "/tmp"}, {"BASH_ENV": "/tmp/x"}, {"GIT_SSH_COMMAND": "rm x"},
-            {"DYLD_INSERT_LIBRARIES": "x"}, {"BAD NAME": "x"}],
+    "env",
+    [
+        {"LD_PRELOAD": "/tmp/x.so"},
+        {"PATH": "/tmp"},
+        {"BASH_ENV": "/tmp/x"},
+        {"GIT_SSH_COMMAND": "rm x"},
+        {"DYLD_INSERT_LIBRARIES": "x"},
+        {"BAD NAME": "x"},
+    ],
 )
 def test_env_overrides_are_refused(checker: Checker, workspace: Path, env: dict[str, str]) -> None:
     verdict = checker.check("ls", workspace, env)
@@ -174,8 +188,13 @@ def test_approved_binaries_extend_the_allowlist(checker: Checker, workspace: Pat
 
 
 def test_writers_must_stay_inside_the_roots(workspace: Path, state: Path) -> None:
-    checker = Checker(Policy(allow=("rm", "cp", "touch")), [workspace], protected=[state],
-                      search_path=os.environ["PATH"], home=str(workspace.parent))
+    checker = Checker(
+        Policy(allow=("rm", "cp", "touch")),
+        [workspace],
+        protected=[state],
+        search_path=os.environ["PATH"],
+        home=str(workspace.parent),
+    )
     assert checker.check("rm -f a.txt sub/*", workspace).allowed
     assert not checker.check("rm -rf ../x", workspace).allowed
     assert not checker.check("cp a.txt /etc/", workspace).allowed
@@ -197,3 +216,37 @@ def test_allowlist_entries_by_name_path_and_glob(tmp_path: Path) -> None:
     assert Allowlist([os.path.dirname(ls) + "/l*"], path).matches(ls)
     assert not Allowlist(["cat"], path).matches(ls)
     assert canonical("/bin/../usr/bin/rm") != canonical("/usr/bin/ls")
+
+
+@pytest.fixture
+def generous(workspace: Path) -> Checker:
+    allow = ("ls", "xargs", "env", "timeout", "nice", "find", "python3", "bash", "awk", "git")
+    return Checker(Policy(allow=allow), [workspace], search_path=os.environ["PATH"], home="/root")
+
+
+@pytest.mark.parametrize(
+    ("command", "allowed"),
+    [
+        ("timeout 5 ls", True),
+        ("timeout -s KILL 5 rm x", False),
+        ("nice -n 5 ls", True),
+        ("xargs -n1 ls", True),
+        ("xargs -I{} rm {}", False),
+        ("env FOO=1 ls", True),
+        ("env -u FOO rm x", False),
+        ("find . -name '*.py' -exec ls {} \\;", True),
+        ("find . -delete", False),
+        ("python3 script.py", True),
+        ("python3 -m pytest", True),
+        ("python3 -Sc 'print(1)'", False),
+        ("python3", False),
+        ("bash script.sh", True),
+        ("bash", False),
+        ("bash -xc ls", False),
+        ("awk '{print}' a.txt", False),
+        ("git status", True),
+        ("git --config-env=core.pager=X log", False),
+    ],
+)
+def test_allowed_wrappers_and_interpreters(generous: Checker, workspace: Path, command: str, allowed: bool) -> None:
+    assert generous.check(command, workspace).allowed is allowed

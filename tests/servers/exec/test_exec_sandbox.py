@@ -38,8 +38,9 @@ async def run(server: MCPServer, command: str, **args: Any) -> dict[str, Any]:
     return result.structured_content
 
 
-async def test_only_the_roots_are_writable(server_factory: Callable[..., MCPServer], workspace: Path,
-                                           outside: Path) -> None:
+async def test_only_the_roots_are_writable(
+    server_factory: Callable[..., MCPServer], workspace: Path, outside: Path
+) -> None:
     server = server_factory(sandbox="bwrap", security="full")
     out = await run(server, f"touch inside.txt && touch {outside}/escaped.txt")
     assert out["sandboxed"] is True and out["exit_code"] != 0
@@ -66,8 +67,9 @@ async def test_timeout_kills_processes_that_left_the_session(
 
 
 async def test_no_network_option(workspace: Path, state: Path) -> None:
-    server = build_server(roots=[workspace], state=state, policy=Policy(security="full"), sandbox="bwrap",
-                          network=False)
+    server = build_server(
+        roots=[workspace], state=state, policy=Policy(security="full"), sandbox="bwrap", network=False
+    )
     out = await run(server, "cat /proc/net/dev")
     interfaces = [line.split(":")[0].strip() for line in out["stdout"].splitlines()[2:]]
     assert interfaces == ["lo"]
@@ -78,3 +80,19 @@ def test_bwrap_mode_reports_a_missing_sandbox(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(SandboxUnavailable, match="not installed"):
         detect("bwrap")
     assert detect("auto") is None
+
+
+async def test_secrets_and_hermitcrab_home_are_hidden(outside: Path) -> None:
+    home = outside / "home"
+    hermitcrab_home = home / ".hermitcrab"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("PRIVATE KEY")
+    (home / ".netrc").write_text("machine x password hunter2")
+    (hermitcrab_home / "workspace").mkdir(parents=True)
+    (hermitcrab_home / "config.toml").write_text("api_key = 'sk-secret'")
+    environ = {"HOME": str(home), "HERMITCRAB_HOME": str(hermitcrab_home), "PATH": "/usr/bin:/bin"}
+    server = build_server(policy=Policy(security="full"), sandbox="bwrap", environ=environ)
+    out = await run(server, f"cat {home}/.ssh/id_rsa ~/.netrc {hermitcrab_home}/config.toml; ls -A {hermitcrab_home}")
+    assert "PRIVATE KEY" not in out["stdout"] and "hunter2" not in out["stdout"] and "sk-secret" not in out["stdout"]
+    assert out["stdout"].split() == ["workspace"]
+    assert (await run(server, "touch made && ls"))["stdout"] == "made\n"

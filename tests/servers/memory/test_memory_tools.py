@@ -208,18 +208,18 @@ async def test_a_lost_index_is_rebuilt_from_the_files(memory_server: MemoryServe
 
 async def test_two_clients_appending_at_once_lose_nothing(memory_server: MemoryServer, workspace: Path):
     async def append_many(client: Client, who: str) -> None:
-        for i in range(15):
+        for i in range(6):
             await call(client, "memory_append", text=f"- {who} note number {i}", path="memory/shared.md")
 
     async with Client(memory_server(watch=False)) as first, Client(memory_server(watch=False)) as second:
         async with anyio.create_task_group() as group:
             group.start_soon(append_many, first, "first")
             group.start_soon(append_many, second, "second")
-        results = await search(first, "second note number 14", max_results=1)
+        results = await search(first, "second note number 5", max_results=1)
     lines = (workspace / "memory" / "shared.md").read_text(encoding="utf-8").splitlines()
     for who in ("first", "second"):
-        assert [line for line in lines if line.startswith(f"- {who} ")] == [f"- {who} note number {i}" for i in range(15)]
-    assert "second note number 14" in results[0]["snippet"]
+        assert [line for line in lines if line.startswith(f"- {who} ")] == [f"- {who} note number {i}" for i in range(6)]
+    assert "second note number 5" in results[0]["snippet"]
 
 
 async def test_extra_paths_are_indexed_and_readable(memory_server: MemoryServer, tmp_path: Path):

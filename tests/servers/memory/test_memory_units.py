@@ -1,0 +1,114 @@
+"""The memory server's pieces on their own: chunking, analysis, dates, decay, windows and merging."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from hermitcrab.servers.memory.chunking import MAX_UNIT_CHARS, chunk_markdown
+from hermitcrab.servers.memory.files import MemoryRoots, append_entry, discover, file_date
+from hermitcrab.servers.memory.lexical import analyze
+from hermitcrab.servers.memory.ranking import RankSettings, decay, fuse, select, window
+
+
+def test_chunks_are_bullets_and_paragraphs_with_their_headings_and_lines():
+    text = (
+        "# Trip\n\nIntro line one\nintro line two\n\n## Packing\n\n- boots\n  with spare laces\n- tent\n"
+        "1. first\n\n```\ncode a\n\ncode b\n```\n"
+    )
+    chunks = chunk_markdown("memory/trip.md", text)
+    assert [(c.start_line, c.end_line, c.text, c.headings) for c in chunks] == [
+        (3, 4, "Intro line one\nintro line two", ("Trip",)),
+        (8, 9, "- boots\nwith spare laces", ("Trip", "Packing")),
+        (10, 10, "- tent", ("Trip", "Packing")),
+        (11, 11, "1. first", ("Trip", "Packing")),
+        (13, 17, "```\ncode a\n\ncode b\n```", ("Trip", "Packing")),
+    ]
+
+
+def test_long_paragraphs_are_split_at_sentences():
+    sentence = "This sentence is about the long weekend in the mountains. "
+    chunks = chunk_markdown("MEMORY.md", sentence * 40)
+    assert len(chunks) > 1
+    assert all(len(c.text) <= MAX_UNIT_CHARS and c.start_line == c.end_line == 1 for c in chunks)
+    assert all(c.text.endswith("mountains.") for c in chunks)
+
+
+def test_a_file_of_headings_only_is_still_findable():
+    chunks = chunk_markdown("memory/ideas.md", "# Ideas\n## Solar kiln\n")
+    assert [c.text for c in chunks] == ["Ideas\nSolar kiln"]
+
+
+def test_time_headings_are_context_not_meaning():
+    chunks = chunk_markdown("memory/2025-01-01.md", "## 13:56\n\n- lunch\n\n## Groceries\n\n- milk\n")
+    assert [c.embed_text for c in chunks] == ["- lunch", "Groceries: - milk"]
+
+
+def test_analyze_stems_drops_stopwords_and_splits_han():
+    assert analyze("What did Caroline's kids paint?") == ["carolin", "kid", "paint"]
+    assert analyze("我去北京") == ["我", "去", "北", "京", "我去", "去北", "北京"]
+    assert analyze("東京でラーメン") == ["東", "京", "東京", "でラーメン"]
+
+
+def test_daily_logs_are_dated_and_other_files_are_not():
+    assert file_date("memory/2024-02-29.md") == dt.date(2024, 2, 29)
+    assert file_date("memory/2024-05-01-trip.md") == dt.date(2024, 5, 1)
+    assert file_date("memory/2024-02-30.md") is None
+    assert file_date("MEMORY.md") is None
+    assert file_date("memory/projects.md") is None
+    assert file_date("notes/2024-05-01.md") is None
+
+
+def test_decay_is_gentle_and_spares_undated_files():
+    settings = RankSettings(half_life_days=30, decay_floor=0.7)
+    today = dt.date(2025, 6, 1)
+    assert decay(None, today, settings) == 1.0
+    assert decay(today, today, settings) == 1.0
+    assert abs(decay(today - dt.timedelta(days=30), today, settings) - 0.85) < 1e-9
+    assert 0.7 <= decay(dt.date(2001, 1, 1), today, settings) < 0.71
+    assert decay(dt.date(2001, 1, 1), today, RankSettings(half_life_days=None)) == 1.0
+
+
+def test_fusion_rewards_agreement_and_tops_out_at_one():
+    scores = fuse([(["a", "b"], 1.0), (["a", "c"], 1.0)], k=60)
+    assert scores["a"] == 1.0
+    assert scores["b"] == scores["c"] < scores["a"]
+
+
+def test_windows_grow_around_a_hit_within_its_section():
+    text = "- one\n- two\n- three\n- four\n- five\n\n## Other\n\n- six\n"
+    chunks = chunk_markdown("m.md", text)
+    assert window(chunks, 2, budget=25, neighbour_chars=100) == (1, 3)
+    assert window(chunks, 4, budget=1000, neighbour_chars=100) == (0, 4)
+    assert window(chunks, 5, budget=1000, neighbour_chars=100) == (5, 5)
+
+
+def test_hits_in_one_exchange_become_one_result():
+    chunks = chunk_markdown("m.md", "".join(f"- line {i}\n" for i in range(30)))
+    ranked = [("m.md", 10, 0.9), ("m.md", 11, 0.8), ("m.md", 25, 0.7), ("m.md", 12, 0.6)]
+    settings = RankSettings(window_chars=30, neighbour_chars=10)
+    results = select(ranked, {"m.md": chunks}, {"m.md": None}, 6, settings)
+    assert [(r.first, r.last) for r in results] == [(9, 12), (24, 26)]
+    assert results[0].hits == {10, 11, 12}
+    shown = results[0].as_dict(chunks, settings.neighbour_chars)
+    assert shown["snippet"] == "- line 9\n- line 10\n- line 11\n- line 12"
+    assert (shown["start_line"], shown["end_line"]) == (10, 13)
+
+
+def test_discovery_skips_hidden_and_non_markdown_files(tmp_path: Path):
+    (tmp_path / "memory" / ".trash").mkdir(parents=True)
+    (tmp_path / "memory" / ".trash" / "old.md").write_text("x", encoding="utf-8")
+    (tmp_path / "memory" / "a.md").write_text("x", encoding="utf-8")
+    (tmp_path / "memory" / "b.txt").write_text("x", encoding="utf-8")
+    (tmp_path / "USER.md").write_text("x", encoding="utf-8")
+    (tmp_path / "SOUL.md").write_text("x", encoding="utf-8")
+    assert sorted(discover(MemoryRoots(tmp_path))) == ["USER.md", "memory/a.md"]
+
+
+def test_append_reports_the_lines_it_wrote(tmp_path: Path):
+    log = tmp_path / "memory" / "2025-01-01.md"
+    assert append_entry(log, "first", "09:00", tmp_path / "state") == (3, 3)
+    assert append_entry(log, "second\nthird", "10:00", tmp_path / "state") == (7, 8)
+    log.write_text(log.read_text(encoding="utf-8") + "no newline at end", encoding="utf-8")
+    start, end = append_entry(log, "fourth", None, tmp_path / "state")
+    assert log.read_text(encoding="utf-8").splitlines()[start - 1 : end] == ["fourth"]
