@@ -18,25 +18,54 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="hermitcrab-browser",
         description="MCP server driving a real Chromium through accessibility snapshots with refs.",
     )
-    parser.add_argument("--headless", action=argparse.BooleanOptionalAction, default=True,
-                        help="run without a window (default); --no-headless shows it")
+    parser.add_argument(
+        "--headless",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run without a window (default); --no-headless shows it",
+    )
     parser.add_argument("--headed", dest="headless", action="store_false", help="show the browser window")
     profile = parser.add_mutually_exclusive_group()
-    profile.add_argument("--profile", type=Path, metavar="DIR",
-                         help="persistent profile keeping cookies and logins (default: STATE/profile)")
+    profile.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="persistent profile keeping cookies and logins (default: STATE/profile)",
+    )
     profile.add_argument("--isolated", action="store_true", help="a throw-away profile: nothing is kept")
-    parser.add_argument("--executable", type=Path, metavar="PATH",
-                        help="Chromium or Chrome to run (default: Playwright's, then the system's)")
-    parser.add_argument("--allowed-origins", metavar="LIST",
-                        help="only these origins or hosts may load, separated by ';' (e.g. 'https://a.com;*.b.org')")
+    parser.add_argument(
+        "--executable",
+        type=Path,
+        metavar="PATH",
+        help="Chromium or Chrome to run (default: Playwright's, then the system's)",
+    )
+    parser.add_argument(
+        "--allowed-origins",
+        metavar="LIST",
+        help="only these origins or hosts may load, separated by ';' (e.g. 'https://a.com;*.b.org')",
+    )
     parser.add_argument("--blocked-origins", metavar="LIST", help="these origins or hosts never load, ';'-separated")
-    parser.add_argument("--root", type=Path, action="append", metavar="DIR",
-                        help="a directory files may be uploaded from (repeatable; default: the workspace)")
-    parser.add_argument("--state", type=Path, metavar="DIR",
-                        help="state directory for the profile and saved files (default: $HERMITCRAB_HOME/state/browser)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        action="append",
+        metavar="DIR",
+        help="a directory files may be uploaded from (repeatable; default: the workspace)",
+    )
+    parser.add_argument(
+        "--state",
+        type=Path,
+        metavar="DIR",
+        help="directory for the profile and saved files (default: $HERMITCRAB_HOME/state/browser)",
+    )
     parser.add_argument("--enable-evaluate", action="store_true", help="offer browser_evaluate (runs model-written JS)")
-    parser.add_argument("--snapshot-max-chars", type=int, default=40_000, metavar="N",
-                        help="cut snapshots longer than this (default: 40000)")
+    parser.add_argument(
+        "--snapshot-max-chars",
+        type=int,
+        default=40_000,
+        metavar="N",
+        help="cut snapshots longer than this (default: 40000)",
+    )
     parser.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     return parser.parse_args(argv)
 

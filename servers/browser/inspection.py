@@ -32,7 +32,7 @@ def register(server: MCPServer, runner: Runner) -> None:
         """Return the current page as an accessibility snapshot: roles, names and a ref on every element you can act on.
 
         Prefer this to a screenshot for deciding what to click or type. The mode you pick here is kept
-        for the snapshots later actions return in this tab.
+        for the snapshots later actions return, until the page changes.
         """
 
         async def look(tab: Tab) -> str:
@@ -51,7 +51,10 @@ def register(server: MCPServer, runner: Runner) -> None:
             str | None, Field(description="Also save the image under this name in the server's output folder.")
         ] = None,
     ) -> CallToolResult:
-        """Take a screenshot of the page or of one element. You cannot act on a screenshot: use browser_snapshot for refs."""
+        """Take a screenshot of the page or of one element.
+
+        A screenshot has no refs: to decide what to click or type, use browser_snapshot.
+        """
         if ref is not None and fullPage:
             raise ToolError("Give either ref (one element) or fullPage, not both.")
 
@@ -79,17 +82,17 @@ def register(server: MCPServer, runner: Runner) -> None:
 
         async def read(tab: Tab) -> Outcome:
             entries = [entry for entry in tab.console if not onlyErrors or entry.level == "error"]
-            lines = [f"- [{entry.level}] {entry.text}" + (f" ({entry.where})" if entry.where else "")
-                     for entry in entries[-_MAX_LOG_LINES:]]
+            lines = [
+                f"- [{entry.level}] {entry.text}" + (f" ({entry.where})" if entry.where else "")
+                for entry in entries[-_MAX_LOG_LINES:]
+            ]
             return Outcome(f"{len(entries)} console message(s)", page=lines)
 
         return await runner.act(read, snapshot="none", modal_ok=True)
 
     @server.tool(annotations=_READ_ONLY)
     async def browser_network_requests(
-        includeStatic: Annotated[
-            bool, Field(description="Also list images, fonts, stylesheets and scripts.")
-        ] = False,
+        includeStatic: Annotated[bool, Field(description="Also list images, fonts, stylesheets and scripts.")] = False,
     ) -> CallToolResult:
         """List the network requests the current tab has made since it opened (newest last)."""
 
@@ -105,7 +108,9 @@ def register(server: MCPServer, runner: Runner) -> None:
 
     @server.tool()
     async def browser_pdf_save(
-        filename: Annotated[str | None, Field(description="File name for the PDF (saved in the output folder).")] = None,
+        filename: Annotated[
+            str | None, Field(description="File name for the PDF (saved in the output folder).")
+        ] = None,
     ) -> CallToolResult:
         """Save the current page as a PDF file and return its path."""
         if not config.headless:

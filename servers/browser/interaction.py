@@ -9,11 +9,12 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
+from playwright.async_api import Error as PlaywrightError
 from pydantic import BaseModel, Field
 
 from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
 
-from .runner import Outcome, Runner
+from .runner import Outcome, Runner, is_closed
 from .tab import Tab
 
 Element = Annotated[
@@ -88,7 +89,9 @@ def register(server: MCPServer, runner: Runner) -> None:
 
     @server.tool()
     async def browser_press_key(
-        key: Annotated[str, Field(description="A key name such as Enter, Escape, ArrowDown, Tab, or a character like a.")],
+        key: Annotated[
+            str, Field(description="A key name such as Enter, Escape, ArrowDown, Tab, or a character like a.")
+        ],
     ) -> CallToolResult:
         """Press a key on the keyboard in the current tab (goes to the focused element)."""
 
@@ -111,7 +114,9 @@ def register(server: MCPServer, runner: Runner) -> None:
     @server.tool()
     async def browser_select_option(
         ref: Ref,
-        values: Annotated[list[str], Field(description="Option labels or values to select (several for a multi-select).")],
+        values: Annotated[
+            list[str], Field(description="Option labels or values to select (several for a multi-select).")
+        ],
         element: Element = None,
     ) -> CallToolResult:
         """Select options in a dropdown (combobox or listbox) by ref."""
@@ -214,7 +219,7 @@ def register(server: MCPServer, runner: Runner) -> None:
         async def browser_evaluate(
             function: Annotated[
                 str,
-                Field(description="A JavaScript function, e.g. '() => document.title' or '(element) => element.value'."),
+                Field(description="A JavaScript function: '() => document.title', or '(element) => element.value'."),
             ],
             ref: Annotated[str | None, Field(description="Ref of an element passed to the function.")] = None,
             element: Element = None,
@@ -222,7 +227,14 @@ def register(server: MCPServer, runner: Runner) -> None:
             """Run JavaScript in the current page (or on one element) and return its JSON result."""
 
             async def evaluate(tab: Tab) -> Outcome:
-                value = await (tab.locator(ref, element).evaluate(function) if ref else tab.page.evaluate(function))
+                target = tab.locator(ref, element) if ref else tab.page
+                try:
+                    value = await target.evaluate(function)
+                except PlaywrightError as exc:
+                    if is_closed(exc):
+                        raise
+                    # The page chose the error text, so it goes inside the untrusted fence.
+                    return Outcome("The function threw an error", page=[f"- Error: {exc.message.splitlines()[0]}"])
                 shown = json.dumps(value, ensure_ascii=False, default=str)
                 if len(shown) > _MAX_RESULT_CHARS:
                     shown = shown[:_MAX_RESULT_CHARS] + "… [truncated]"

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
+from playwright.async_api import Error as PlaywrightError
 from pydantic import Field
 
 from . import report
@@ -52,7 +53,12 @@ def register(server: MCPServer, runner: Runner) -> None:
         target = normalize_url(url, session.policy)
 
         async def go(tab: Tab) -> str:
-            await tab.page.goto(target, wait_until="domcontentloaded")
+            try:
+                await tab.page.goto(target, wait_until="domcontentloaded")
+            except PlaywrightError as exc:
+                if "Download is starting" not in exc.message:
+                    raise
+                return f"{target} is a file download, not a page"
             return f"Opened {target}"
 
         return await runner.act(go, snapshot="full", retry_after_crash=True)
@@ -118,8 +124,11 @@ def register(server: MCPServer, runner: Runner) -> None:
                 await tab.page.get_by_text(textGone).first.wait_for(state="hidden", timeout=limit)
             if text is not None:
                 await tab.page.get_by_text(text).first.wait_for(state="visible", timeout=limit)
-            done = [f"{time} s passed" if time is not None else "", f"{text!r} is visible" if text else "",
-                    f"{textGone!r} is gone" if textGone else ""]
+            done = [
+                f"{time} s passed" if time is not None else "",
+                f"{text!r} is visible" if text else "",
+                f"{textGone!r} is gone" if textGone else "",
+            ]
             return "Waited: " + ", ".join(part for part in done if part)
 
         return await runner.act(wait, snapshot="diff")
@@ -139,7 +148,7 @@ def register(server: MCPServer, runner: Runner) -> None:
 
     @server.tool()
     async def browser_close() -> CallToolResult:
-        """Close the browser and all its tabs. The next browser tool call starts it again (logins kept in the profile)."""
+        """Close the browser and all its tabs. The next browser tool call starts it again; the profile keeps logins."""
         async with session.lock:
             await session.close()
         return report.result(["Closed the browser; the next browser tool call starts a new one."])

@@ -20,7 +20,6 @@ from .tab import Tab
 logger = logging.getLogger(__name__)
 
 
-
 @dataclass
 class Outcome:
     """What an action reports: our own note, lines taken from the page (fenced as untrusted), extra blocks."""
@@ -34,7 +33,13 @@ Action = Callable[[Tab], Awaitable[str | Outcome]]
 SnapshotMode = Literal["full", "diff", "none"]
 _MAX_CONSOLE_IN_RESULT = 5
 _SETTLE_SECONDS = 3.0
-_CLOSED_MARKERS = ("has been closed", "Target closed", "Browser closed", "Connection closed", "browser has disconnected")
+_CLOSED_MARKERS = (
+    "has been closed",
+    "Target closed",
+    "Browser closed",
+    "Connection closed",
+    "browser has disconnected",
+)
 
 
 class Runner:
@@ -60,7 +65,7 @@ class Runner:
             try:
                 return await self._act(action, snapshot, modal_ok)
             except PlaywrightError as exc:
-                if not _is_closed(exc) or not await self.session.died():
+                if not is_closed(exc) or not await self.session.died():
                     raise translate(exc) from exc
                 if not retry_after_crash:
                     raise ToolError(
@@ -105,6 +110,9 @@ class Runner:
         if session.crashed:
             notes.insert(0, "Note: the browser had stopped unexpectedly and was restarted; earlier tabs are gone.")
             session.crashed = False
+        if session.tab_crashed:
+            notes.insert(0, "Note: the tab's page had crashed, so it was replaced by a new tab.")
+            session.tab_crashed = False
         # A page under an open alert cannot answer for its title.
         title = "(unavailable while a dialog is open)" if tab.dialog else await _title(tab)
         lines = [f"- URL: {tab.page.url}", f"- Title: {title}"]
@@ -116,7 +124,7 @@ class Runner:
             lines.append(f"- {tab.dialog.type} dialog message: {tab.dialog.message!r}")
         elif tab.chooser is not None:
             notes.append(f"Note: {tab.modal}.")
-        notes.extend(f"Downloaded a file to {path}" for path in tab.take_downloads())
+        lines.extend(f"- Downloaded a file to {path}" for path in tab.take_downloads())  # the page names it
         if tab.page.url.startswith("chrome-error://"):
             notes.append("The page failed to load (network error or an origin blocked by the server's policy).")
         errors = tab.new_console_errors()
@@ -162,7 +170,9 @@ def translate(exc: PlaywrightError) -> ToolError:
     """Turn a Playwright failure into one sentence the model can act on."""
     message = exc.message.strip()
     first = message.splitlines()[0] if message else type(exc).__name__
-    if "Invalid frame in aria-ref" in message or ("aria-ref" in message and "resolved to" not in message):
+    if "Target crashed" in message:
+        hint = "The page crashed: the next browser call replaces this tab, so navigate again."
+    elif "Invalid frame in aria-ref" in message or ("aria-ref" in message and "resolved to" not in message):
         hint = "The element is no longer on the page: take a new snapshot with browser_snapshot."
     elif isinstance(exc, PlaywrightTimeoutError) and "aria-ref" in message:
         hint = "The element exists but cannot be used (hidden, disabled or covered): take a new snapshot and check it."
@@ -175,7 +185,7 @@ def translate(exc: PlaywrightError) -> ToolError:
     return ToolError(f"{first} {hint}")
 
 
-def _is_closed(exc: PlaywrightError) -> bool:
+def is_closed(exc: PlaywrightError) -> bool:
     return type(exc).__name__ == "TargetClosedError" or any(marker in exc.message for marker in _CLOSED_MARKERS)
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from mcp.server.mcpserver.exceptions import ToolError
-from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route, async_playwright
+from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route, ViewportSize, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from .config import BrowserConfig
@@ -28,6 +29,7 @@ class Session:
         self.current: Tab | None = None
         # Set when the browser died under us; the next result says so once.
         self.crashed = False
+        self.tab_crashed = False
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self._context: BrowserContext | None = None
@@ -41,6 +43,15 @@ class Session:
     async def current_tab(self) -> Tab:
         """The tab tools act on, starting (or restarting) the browser and opening a tab when needed."""
         await self.ensure()
+        if self.current is not None and self.current.crashed:
+            # A crashed renderer never recovers: swap the tab for a fresh one and say so.
+            logger.warning("the current tab crashed; replacing it")
+            self.tab_crashed = True
+            crashed = self.current
+            self._forget_tab(crashed)
+            with contextlib.suppress(PlaywrightError):
+                await crashed.page.close()
+            return await self.new_tab()
         if self.current is None:
             return await self.new_tab()
         return self.current
@@ -114,22 +125,28 @@ class Session:
             raise ToolError(str(exc)) from exc
         path = str(executable) if executable else None
         width, height = config.viewport
-        viewport = {"width": width, "height": height}
+        viewport = ViewportSize(width=width, height=height)
         try:
             if config.profile_dir is not None:
                 config.profile_dir.mkdir(parents=True, exist_ok=True)
                 context = await chromium.launch_persistent_context(
-                    config.profile_dir, executable_path=path, headless=config.headless, args=list(LAUNCH_ARGS),
-                    viewport=viewport, accept_downloads=True,  # type: ignore[arg-type]  # a ViewportSize dict
+                    config.profile_dir,
+                    executable_path=path,
+                    headless=config.headless,
+                    args=list(LAUNCH_ARGS),
+                    viewport=viewport,
+                    accept_downloads=True,
                 )
                 browser = context.browser
             else:
                 browser = await chromium.launch(executable_path=path, headless=config.headless, args=list(LAUNCH_ARGS))
-                context = await browser.new_context(viewport=viewport, accept_downloads=True)  # type: ignore[arg-type]  # a ViewportSize dict
+                context = await browser.new_context(viewport=viewport, accept_downloads=True)
         except PlaywrightError as exc:
             first = str(exc).strip().splitlines()[0]
-            profile = f" If another browser is using the profile {config.profile_dir}, close it or start with --isolated." if config.profile_dir else ""
-            raise ToolError(f"Chromium failed to start ({first}).{profile}") from exc
+            hint = ""
+            if config.profile_dir:
+                hint = f" If another browser uses the profile {config.profile_dir}, close it or start with --isolated."
+            raise ToolError(f"Chromium failed to start ({first}).{hint}") from exc
         assert browser is not None, "a persistent Chromium context always has a browser"
         context.set_default_timeout(config.action_timeout_ms)
         context.set_default_navigation_timeout(config.navigation_timeout_ms)

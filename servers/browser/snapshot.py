@@ -21,11 +21,29 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-INTERACTIVE_ROLES = frozenset({
-    "button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox", "option",
-    "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "switch", "slider", "spinbutton",
-    "treeitem", "gridcell", "scrollbar",
-})
+INTERACTIVE_ROLES = frozenset(
+    {
+        "button",
+        "link",
+        "textbox",
+        "searchbox",
+        "checkbox",
+        "radio",
+        "combobox",
+        "listbox",
+        "option",
+        "menuitem",
+        "menuitemcheckbox",
+        "menuitemradio",
+        "tab",
+        "switch",
+        "slider",
+        "spinbutton",
+        "treeitem",
+        "gridcell",
+        "scrollbar",
+    }
+)
 # Roles whose node carries no meaning when it has no name: its children take its place.
 _WRAPPER_ROLES = frozenset({"generic", "rowgroup", "none", "presentation", "group", "LayoutTable"})
 # Kept in compact mode besides actionable elements: orientation and messages the model must see.
@@ -36,7 +54,6 @@ _CELL_ROLES = frozenset({"listitem", "cell", "gridcell", "columnheader", "rowhea
 _LABELLED_BY_CONTENT = frozenset({"button", "link", "menuitem", "tab", "treeitem", "option"})
 _MAX_OPTIONS = 25
 _MAX_URL = 120
-_REF = re.compile(r"^(?:f\d+)?e\d+$")
 
 
 @dataclass
@@ -69,10 +86,6 @@ class Snapshot:
 
     text: str
     refs: frozenset[str]
-
-
-def is_ref(value: str) -> bool:
-    return bool(_REF.match(value))
 
 
 def render(raw: str, *, compact: bool = False, base_url: str = "") -> Snapshot:
@@ -240,10 +253,9 @@ def _simplify(nodes: list[Node], base_url: str) -> list[Node]:
                 out.append(Node(role="text", value=node.value))
             out.extend(node.children)
             continue
-        if node.role in _CELL_ROLES and node.ref is None and not node.value and len(node.children) == 1:
-            if node.name in (None, node.children[0].name):
-                out.append(node.children[0])  # a list item or cell holding just a link or button
-                continue
+        if _holds_one_element(node):
+            out.append(node.children[0])
+            continue
         if node.name and node.value and node.role in _LABELLED_BY_CONTENT:
             node.value = None  # the name already says it; the text is an icon glyph or a repeat
         out.append(node)
@@ -270,6 +282,17 @@ def _inline_properties(node: Node, base_url: str) -> None:
         else:
             kept.append(child)
     node.children = kept
+
+
+def _holds_one_element(node: Node) -> bool:
+    """A list item or cell that only wraps one link, button or field (and says nothing of its own)."""
+    return (
+        node.role in _CELL_ROLES
+        and node.ref is None
+        and not node.value
+        and len(node.children) == 1
+        and node.name in (None, node.children[0].name)
+    )
 
 
 def _drop_repeats(siblings: list[Node]) -> list[Node]:
@@ -303,7 +326,8 @@ def _cap_options(options: list[Node]) -> list[Node]:
         return options
     kept = [node for index, node in enumerate(options) if index < _MAX_OPTIONS or "selected" in node.attrs]
     hidden = len(options) - len(kept)
-    return [*kept, Node(role="text", value=f"[{hidden} more options; pick one by its label with browser_select_option]")]
+    marker = f"[{hidden} more options; pick one by its label with browser_select_option]"
+    return [*kept, Node(role="text", value=marker)]
 
 
 def _short_url(url: str, base_url: str) -> str:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver.exceptions import ToolError
@@ -54,9 +55,10 @@ class Tab:
         self.dialog: Dialog | None = None
         self.chooser: FileChooser | None = None
         self.snapshot: Snapshot | None = None
-        # Set by browser_snapshot(compact=true); later action results use the same mode.
+        # Set by browser_snapshot(compact=true); later action results on the same page use it too.
         self.compact = False
         self.navigations = 0
+        self.crashed = False
         self.downloads: list[str] = []
         self._new_errors: list[ConsoleEntry] = []
         self._entries: dict[Request, NetworkEntry] = {}
@@ -64,7 +66,7 @@ class Tab:
         self._quiet = asyncio.Event()
         self._quiet.set()
         self._modal = asyncio.Event()
-        self._blocked: set[asyncio.Task[object]] = set()
+        self._blocked: set[asyncio.Task[Any]] = set()
         page.on("console", self._on_console)
         page.on("pageerror", self._on_page_error)
         page.on("request", self._on_request)
@@ -75,12 +77,13 @@ class Tab:
         page.on("filechooser", self._on_chooser)
         page.on("framenavigated", self._on_navigated)
         page.on("download", self._on_download)
+        page.on("crash", lambda _: setattr(self, "crashed", True))
 
     @property
     def modal(self) -> str | None:
         """A sentence naming the dialog or file chooser that must be handled first, if any."""
         if self.dialog is not None:
-            return f'a JavaScript {self.dialog.type} dialog is open: answer it with browser_handle_dialog'
+            return f"a JavaScript {self.dialog.type} dialog is open: answer it with browser_handle_dialog"
         if self.chooser is not None:
             return "a file chooser is open: pick files with browser_file_upload (or call it without paths to cancel)"
         return None
@@ -106,11 +109,14 @@ class Tab:
         modal = asyncio.ensure_future(self._modal.wait())
         try:
             await asyncio.wait({task, modal}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()  # The tool call itself was cancelled: do not leave the action running.
+            raise
         finally:
             modal.cancel()
         if task.done():
             return task.result()
-        self._blocked.add(task)  # type: ignore[arg-type]  # only awaited, never read
+        self._blocked.add(task)
         task.add_done_callback(self._blocked_done)
         return None
 
@@ -125,10 +131,9 @@ class Tab:
             # Clicks start fetches and popups a moment after they return; give those a chance to show.
             await asyncio.sleep(_GRACE_SECONDS)
             if self.navigations != navigations_before:
-                try:
+                # A slow page still gets a snapshot of what has loaded so far.
+                with contextlib.suppress(PlaywrightError):
                     await self.page.wait_for_load_state("load", timeout=timeout * 1000)
-                except PlaywrightError:
-                    pass  # A slow page still gets a snapshot of what has loaded so far.
             while self._inflight and self.dialog is None:
                 self._quiet.clear()
                 await self._quiet.wait()
@@ -189,7 +194,9 @@ class Tab:
     def _on_navigated(self, frame: Frame) -> None:
         if frame == self.page.main_frame:
             self.navigations += 1
-            self.snapshot = None  # Refs die with the document.
+            self.snapshot = None  # Refs die with the document,
+            self.compact = False  # and a compact view was chosen for that page only.
+            self.chooser = None
 
     async def _on_download(self, download: Download) -> None:
         suffix = Path(download.suggested_filename).suffix
@@ -197,7 +204,7 @@ class Tab:
         await download.save_as(target)
         self.downloads.append(str(target))
 
-    def _blocked_done(self, task: asyncio.Task[object]) -> None:
+    def _blocked_done(self, task: asyncio.Task[Any]) -> None:
         self._blocked.discard(task)
         if not task.cancelled() and task.exception() is not None:
             logger.info("an action held up by a dialog failed afterwards: %s", task.exception())
