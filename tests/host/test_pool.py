@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import anyio
 import pytest
 
 from hermitcrab.host.config import ServerConfig
-from hermitcrab.host.pool import McpPool, ServerEvent, current_asker
+from hermitcrab.host.pool import McpPool, ServerEvent, ToolOutcome, current_asker
+from tests.support.fake_llm import free_port
 
 TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
 
@@ -112,3 +116,31 @@ async def test_elicitation_is_answered_by_the_current_conversation():
     assert questions == [("Allow rm notes.txt?", ["allow-once", "allow-always", "deny"])]
     assert approved.text == "rm notes.txt: allow-once"
     assert unanswered.is_error
+
+
+@pytest.fixture
+def http_server_url() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, TEST_SERVER, "--name", "web", "--http-port", str(port)], stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "the HTTP test server did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def test_streamable_http_servers_are_called_like_stdio_ones(http_server_url: str):
+    remote = ServerConfig("web", url=http_server_url, headers={"Authorization": "Bearer test"})
+    async with McpPool([remote]) as pool:
+        outcome = await pool.call("add", {"a": 40, "b": 2})
+
+    assert outcome == ToolOutcome("42")

@@ -93,4 +93,10 @@ def build_server(name: str = "testkit") -> MCPServer:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="testkit")
-    build_server(parser.parse_args().name).run()
+    parser.add_argument("--http-port", type=int, help="serve streamable HTTP on 127.0.0.1 instead of stdio")
+    args = parser.parse_args()
+    server = build_server(args.name)
+    if args.http_port:
+        server.run("streamable-http", host="127.0.0.1", port=args.http_port)
+    else:
+        server.run()
