@@ -74,8 +74,10 @@ async def bench_mcp(root: Path, state: Path, runs: int) -> dict[str, Any]:
         server = build_server(roots=[root], state=state, policy=Policy(), sandbox=mode)  # type: ignore[arg-type]
         async with Client(server) as client:
             out[f"in-process, sandbox={mode}"] = stats(await mcp_round_trip(client, runs))
-        params = StdioServerParameters(command=sys.executable, args=[
-            "-m", "hermitcrab.servers.exec", "--root", str(root), "--state", str(state), "--sandbox", mode])
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "hermitcrab.servers.exec", "--root", str(root), "--state", str(state), "--sandbox", mode],
+        )
         async with Client(params) as client:
             out[f"stdio, sandbox={mode}"] = stats(await mcp_round_trip(client, runs))
     return out
@@ -110,14 +112,19 @@ def main() -> None:
         direct = {
             'subprocess.run(["true"])': stats(time_sync(lambda: subprocess.run(["true"], check=True), args.runs)),
             'subprocess.run(["bash", "-c", "true"])': stats(
-                time_sync(lambda: subprocess.run(["bash", "-c", "true"], check=True), args.runs)),
+                time_sync(lambda: subprocess.run(["bash", "-c", "true"], check=True), args.runs)
+            ),
         }
         via_mcp = anyio.run(bench_mcp, root, state, args.runs)
         policy = bench_policy(root, args.runs)
     base = direct['subprocess.run(["true"])']["p50_ms"]
+    bash = direct['subprocess.run(["bash", "-c", "true"])']["p50_ms"]
     report = {
         "direct": direct,
-        "exec over MCP": {name: {**s, "ratio_p50": round(s["p50_ms"] / base, 1)} for name, s in via_mcp.items()},
+        "exec over MCP": {
+            name: {**s, "ratio_p50": round(s["p50_ms"] / base, 1), "ratio_vs_bash_p50": round(s["p50_ms"] / bash, 1)}
+            for name, s in via_mcp.items()
+        },
         "policy check, 2000-char pipeline": policy,
     }
     if args.json:

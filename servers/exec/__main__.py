@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 from hermitcrab.servers._common.serve import serve
-from hermitcrab.servers.exec.policy import DEFAULT_ALLOW, Policy
-from hermitcrab.servers.exec.runner import Limits
-from hermitcrab.servers.exec.sandbox import SandboxUnavailable
-from hermitcrab.servers.exec.server import build_server, default_paths
+
+from .policy import DEFAULT_ALLOW, Policy
+from .runner import Limits
+from .sandbox import SandboxUnavailable
+from .server import build_server, default_paths
 
 
 def parser() -> argparse.ArgumentParser:
@@ -20,23 +21,59 @@ def parser() -> argparse.ArgumentParser:
         prog="hermitcrab-exec",
         description="MCP server: shell commands, background processes and file tools under an allowlist policy.",
     )
-    p.add_argument("--root", action="append", type=Path, metavar="DIR",
-                   help=f"directory the tools may work in (repeatable; default {workspace})")
-    p.add_argument("--security", choices=["deny", "allowlist", "full"], default="allowlist",
-                   help="deny: no exec; allowlist: allowed binaries run unasked; full: anything (default allowlist)")
-    p.add_argument("--allow", action="append", default=[], metavar="NAME",
-                   help="allow a binary: a name on PATH, an absolute path or a glob (repeatable)")
+    p.add_argument(
+        "--root",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help=f"directory the tools may work in (repeatable; default {workspace})",
+    )
+    p.add_argument(
+        "--security",
+        choices=["deny", "allowlist", "full"],
+        default="allowlist",
+        help="deny: no exec; allowlist: allowed binaries run unasked; full: anything (default allowlist)",
+    )
+    p.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="allow a binary: a name on PATH, an absolute path or a glob (repeatable)",
+    )
     shown = ", ".join(DEFAULT_ALLOW[:6])
-    p.add_argument("--no-default-allow", action="store_true",
-                   help=f"start from an empty allowlist instead of the read-only set ({shown}, ...)")
-    p.add_argument("--ask", choices=["off", "on-miss", "always"], default="on-miss",
-                   help="when to ask the user through MCP elicitation (default on-miss)")
-    p.add_argument("--approval-timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="an unanswered approval counts as deny after this (default 120)")
-    p.add_argument("--sandbox", choices=["auto", "bwrap", "none"], default="auto",
-                   help="auto: bubblewrap when it works here; bwrap: require it; none: never (default auto)")
+    p.add_argument(
+        "--no-default-allow",
+        action="store_true",
+        help=f"start from an empty allowlist instead of the read-only set ({shown}, ...)",
+    )
+    p.add_argument(
+        "--ask",
+        choices=["off", "on-miss", "always"],
+        default="on-miss",
+        help="when to ask the user through MCP elicitation (default on-miss)",
+    )
+    p.add_argument(
+        "--approval-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="an unanswered approval counts as deny after this (default 120)",
+    )
+    p.add_argument(
+        "--sandbox",
+        choices=["auto", "bwrap", "none"],
+        default="auto",
+        help="auto: bubblewrap when it works here; bwrap: require it; none: never (default auto)",
+    )
     p.add_argument("--no-network", action="store_true", help="cut sandboxed commands off the network")
-    p.add_argument("--memory-mb", type=int, default=Limits.memory_mb, help="address-space limit per command")
+    p.add_argument(
+        "--memory-mb",
+        type=int,
+        default=Limits.memory_mb,
+        metavar="MB",
+        help="address-space limit per command; 0 for none (default %(default)s)",
+    )
     p.add_argument("--state", type=Path, metavar="DIR", help=f"state directory (default {state})")
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     return p
@@ -46,12 +83,19 @@ def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     allow = tuple(args.allow) if args.no_default_allow else DEFAULT_ALLOW + tuple(args.allow)
     policy = Policy(security=args.security, ask=args.ask, allow=allow, approval_timeout_s=args.approval_timeout)
-    for root in args.root or []:
+    roots: list[Path] = args.root or []
+    for root in roots:
         if not root.expanduser().is_dir():
             sys.exit(f"hermitcrab-exec: --root {root} is not a directory")
     try:
-        server = build_server(roots=args.root, state=args.state, policy=policy, sandbox=args.sandbox,
-                              network=not args.no_network, limits=Limits(memory_mb=args.memory_mb))
+        server = build_server(
+            roots=args.root,
+            state=args.state,
+            policy=policy,
+            sandbox=args.sandbox,
+            network=not args.no_network,
+            limits=Limits(memory_mb=args.memory_mb),
+        )
     except SandboxUnavailable as exc:
         sys.exit(f"hermitcrab-exec: --sandbox bwrap: {exc}")
     serve(server, args.http)

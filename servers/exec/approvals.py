@@ -23,7 +23,8 @@ from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
 from hermitcrab.servers._common.files import atomic_write_json
-from hermitcrab.servers.exec.policy import Verdict
+
+from .policy import Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +44,7 @@ class ApprovalForm(BaseModel):
 class OnceForm(BaseModel):
     """Approve or deny this command."""
 
-    # Offered with `--ask always`, where remembering an answer would make no difference.
-
+    # Offered under `--ask always`, where remembering an answer would make no difference.
     decision: Literal["allow-once", "deny"] = Field(
         title="Decision", description="allow-once runs it this time; deny refuses it."
     )
@@ -64,21 +64,21 @@ class ApprovalStore:
         self.path = path
         self.binaries: set[str] = set()
         self.commands: set[str] = set()
+        data: dict[str, Any] = {}
         if path.exists():
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError) as exc:
                 logger.warning("%s is unreadable (%s); starting with no saved approvals", path, exc)
-                data = {}
             self.binaries = set(data.get("binaries", []))
             self.commands = set(data.get("commands", []))
 
     def remember(self, verdict: Verdict, command: str) -> str:
         """Persist what makes `command` pass next time; returns a sentence saying what was remembered."""
-        binaries = {m.binary for m in verdict.misses if m.binary}
+        binaries = {m.binary for m in verdict.misses if m.binary is not None}
         if all(m.binary for m in verdict.misses):
-            self.binaries |= binaries  # type: ignore[arg-type]  # filtered to non-None just above
-            remembered = "allowed from now on: " + ", ".join(sorted(binaries))  # type: ignore[arg-type]
+            self.binaries |= binaries
+            remembered = "allowed from now on: " + ", ".join(sorted(binaries))
         else:
             self.commands.add(command)
             remembered = "this exact command is allowed from now on"
@@ -139,7 +139,7 @@ def can_elicit(ctx: Context[Any, Any]) -> bool:
 
 async def ask(
     ctx: Context[Any, Any], message: str, form: type[BaseModel], key: str, deadlines: Deadlines, timeout_s: float
-) -> Ruling | Elicit[Any]:
+) -> Ruling | BaseModel | Elicit[Any]:
     """Ask the user: an Elicit marker on input-required sessions, a direct, time-limited elicitation otherwise."""
     if not can_elicit(ctx):
         return Ruling(decision="ask-unavailable")
@@ -151,9 +151,13 @@ async def ask(
         return Elicit(message, form)
     outcome: ElicitationResult[Any] | None = None
     with anyio.move_on_after(timeout_s):
-        outcome = await ctx.elicit(message, form)
+        try:
+            outcome = await ctx.elicit(message, form)
+        except ValueError:  # accepted, but with content that does not fit the form
+            return Ruling(decision="declined", reason="an answer that does not fit the form")
     if outcome is None:
         return Ruling(decision="timed-out")
     if isinstance(outcome, AcceptedElicitation):
-        return outcome.data  # type: ignore[no-any-return]  # the validated form
+        data: BaseModel = outcome.data  # the validated form
+        return data
     return Ruling(decision="declined", reason=outcome.action)

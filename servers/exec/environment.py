@@ -14,11 +14,48 @@ PASSTHROUGH = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "
 PASSTHROUGH_PREFIXES = ("LC_",)
 
 PROTECTED = frozenset(
-    {"PATH", "HOME", "BASH_ENV", "ENV", "IFS", "CDPATH", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND",
-     "GLOBIGNORE", "EXECIGNORE", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONINSPECT", "PYTHONUSERBASE",
-     "NODE_OPTIONS", "NODE_PATH", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "EDITOR", "VISUAL",
-     "PAGER", "MANPAGER", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN", "LESSCLOSE", "TMPDIR", "JAVA_TOOL_OPTIONS",
-     "_JAVA_OPTIONS", "OPENSSL_CONF", "GCONV_PATH", "HOSTALIASES", "RESOLV_HOST_CONF", "MALLOC_CHECK_"}
+    {
+        "PATH",
+        "HOME",
+        "BASH_ENV",
+        "ENV",
+        "IFS",
+        "CDPATH",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "GLOBIGNORE",
+        "EXECIGNORE",
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "PYTHONHOME",
+        "PYTHONINSPECT",
+        "PYTHONUSERBASE",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PERL5OPT",
+        "PERL5LIB",
+        "PERLLIB",
+        "RUBYOPT",
+        "RUBYLIB",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+        "MANPAGER",
+        "SSH_ASKPASS",
+        "SUDO_ASKPASS",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "TMPDIR",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "OPENSSL_CONF",
+        "GCONV_PATH",
+        "HOSTALIASES",
+        "RESOLV_HOST_CONF",
+        "MALLOC_CHECK_",
+    }
 )
 PROTECTED_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_")
 
@@ -37,6 +74,7 @@ GIT_HARDENING = {
 
 
 def is_protected(name: str) -> bool:
+    name = name.split("[", 1)[0]  # `PATH[0]=x` assigns PATH too
     return name in PROTECTED or name.startswith(PROTECTED_PREFIXES)
 
 

@@ -46,7 +46,7 @@ class Files:
             )
         lines = data.decode("utf-8", errors="replace").splitlines()
         start = max(offset, 1)
-        chosen = lines[start - 1: start - 1 + limit]
+        chosen = lines[start - 1 : start - 1 + limit]
         body = "\n".join(f"{n:>6}\t{_cut(line)}" for n, line in enumerate(chosen, start=start))
         end = start + len(chosen) - 1
         if not lines:

@@ -15,10 +15,10 @@ from mcp.server.mcpserver import Context, Elicit
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
-from hermitcrab.servers.exec import approvals
-from hermitcrab.servers.exec.approvals import ApprovalForm, ApprovalStore, Deadlines, OnceForm, Ruling
-from hermitcrab.servers.exec.files import Files
-from hermitcrab.servers.exec.policy import Checker, Policy, Verdict
+from . import approvals
+from .approvals import ApprovalForm, ApprovalStore, Deadlines, OnceForm, Ruling
+from .files import Files
+from .policy import Checker, Policy, Verdict
 
 
 class Gate:

@@ -59,20 +59,20 @@ class OutputBuffer:
             return head[offset:] + tail, cut
         if offset < tail_start:
             return tail, tail_start - offset
-        return tail[offset - tail_start:], 0
+        return tail[offset - tail_start :], 0
 
 
 def clean(data: bytes) -> str:
     """Decode bytes for the model: replacement chars, no ANSI codes, `\\r` progress collapsed, long lines cut."""
     text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
     text = _ANSI.sub("", text)
-    lines = []
+    lines: list[str] = []
     for line in text.split("\n"):
         if "\r" in line:
             line = line.rstrip("\r").rsplit("\r", 1)[-1]
         line = _CONTROL.sub("", line)
         if len(line) > MAX_LINE:
-            line = f"{line[: MAX_LINE // 2]} [... {len(line) - MAX_LINE} chars cut ...] {line[-MAX_LINE // 2:]}"
+            line = f"{line[: MAX_LINE // 2]} [... {len(line) - MAX_LINE} chars cut ...] {line[-MAX_LINE // 2 :]}"
         lines.append(line)
     return "\n".join(lines)
 
@@ -90,7 +90,7 @@ def render(buffer: OutputBuffer, max_chars: int) -> Rendered:
         return Rendered(clean(head + tail), 0)
     data = head + tail
     head_part = data[: max_chars // 3]
-    tail_part = data[len(data) - (max_chars - len(head_part)):]
+    tail_part = data[len(data) - (max_chars - len(head_part)) :]
     dropped = cut + len(data) - len(head_part) - len(tail_part)
     text = f"{clean(head_part)}\n[... {dropped} bytes cut ...]\n{clean(tail_part)}"
     return Rendered(text, dropped)

@@ -17,17 +17,47 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from hermitcrab.servers.exec import environment, rules
-from hermitcrab.servers.exec.shell import ParsedLine, Redirect, ShellSyntaxError, SimpleCommand, Word, parse
+from . import environment, rules
+from .shell import ParsedLine, Redirect, ShellSyntaxError, SimpleCommand, Word, parse
 
 Security = Literal["deny", "allowlist", "full"]
 Ask = Literal["off", "on-miss", "always"]
 
 # Read-only tools allowed when the server runs alone; names missing on PATH are skipped.
 DEFAULT_ALLOW = (
-    "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "pwd", "echo", "printf", "stat", "file", "du", "df",
-    "date", "whoami", "uname", "which", "sort", "uniq", "cut", "tr", "diff", "cmp", "basename", "dirname",
-    "realpath", "readlink", "tree", "true", "false", "test",
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "grep",
+    "rg",
+    "find",
+    "pwd",
+    "echo",
+    "printf",
+    "stat",
+    "file",
+    "du",
+    "df",
+    "date",
+    "whoami",
+    "uname",
+    "which",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "diff",
+    "cmp",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "tree",
+    "true",
+    "false",
+    "test",
 )
 _SAFE_WRITE_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
 _GLOB = re.compile(r"[*?\[]")
@@ -128,7 +158,7 @@ class _Scan:
     """Findings accumulated over one command line."""
 
     refusal: str | None = None
-    misses: list[Miss] = field(default_factory=list)
+    misses: list[Miss] = field(default_factory=list[Miss])
 
     def refuse(self, reason: str) -> None:
         self.refusal = self.refusal or reason
@@ -175,7 +205,7 @@ class Checker:
         scan = _Scan()
         self._memo = {}  # one line names the same binaries many times
         approved_paths = set(approved)
-        cwds = self._possible_cwds(parsed, str(workdir), scan)
+        cwds = self._possible_cwds(parsed, str(workdir))
         for problem in parsed.problems:
             scan.miss(line, problem)
         for name in parsed.assigned:
@@ -184,11 +214,11 @@ class Checker:
         for command in parsed.commands:
             self._check_simple(command, parsed, cwds, approved_paths, scan)
         for redirect in parsed.redirects:
-            self._check_redirect(redirect, "redirection", cwds, scan)
+            self._check_redirect(redirect, line, cwds, scan)
         misses = tuple(scan.misses) if self.policy.security == "allowlist" else ()
         return Verdict(refusal=scan.refusal, misses=misses)
 
-    def _possible_cwds(self, parsed: ParsedLine, workdir: str, scan: _Scan) -> list[str | None]:
+    def _possible_cwds(self, parsed: ParsedLine, workdir: str) -> list[str | None]:
         """Every directory a relative path might be resolved from (None: one we cannot know)."""
         cwds: list[str | None] = [workdir]
         for command in parsed.commands:
@@ -236,6 +266,9 @@ class Checker:
             return
         if name in parsed.functions:
             return  # the function's body is checked where it is defined
+        if "/" in name and not name.startswith("/") and len(cwds) > 1:
+            scan.miss(raw, f"`{name}` is a relative path after a `cd`, so which file runs cannot be known")
+            return
         if "/" not in name and self._check_builtin(raw, name, args, scan):
             return
         binary = self._resolve(name, cwds[0] or "/")
@@ -273,6 +306,8 @@ class Checker:
                         scan.refuse(f"`{raw}` assigns {var}, which could change which program runs")
             return True
         if name in rules.VARIABLE_BUILTINS:
+            if name != "export" and any(_is_option(a, "n") for a in args):
+                scan.miss(raw, f"`{name} -n` makes a name reference, which can assign any variable later")
             for var in rules.env_assignments(name, args):
                 if environment.is_protected(var):
                     scan.refuse(f"`{raw}` sets {var}, which could change which program runs or inject code")
@@ -316,6 +351,11 @@ class Checker:
         if word.tilde:
             return self.home + word.text[1:]
         return word.text
+
+
+def _is_option(word: Word, letter: str) -> bool:
+    text = word.text or ""
+    return text[:1] in ("-", "+") and not text.startswith("--") and letter in text[1:]
 
 
 def _inside(path: str, root: str) -> bool:

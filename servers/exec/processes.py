@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from hermitcrab.servers.exec.output import clean, render
-from hermitcrab.servers.exec.runner import Job, Status
+from .output import clean, render
+from .runner import Job, Status
 
 RESULT_CHARS = 12_000  # per stream, in a tool result
 _KEEP_FINISHED = 50
@@ -74,54 +74,76 @@ class ProcessTable:
             job.kill()
 
     def listing(self) -> SessionList:
-        return SessionList(sessions=[
-            SessionInfo(session_id=j.id, command=j.command[:200], workdir=j.workdir, status=j.status,
-                        exit_code=j.exit_code, duration_s=j.duration_s)
-            for j in self.jobs.values()
-        ])
+        return SessionList(
+            sessions=[
+                SessionInfo(
+                    session_id=j.id,
+                    command=j.command[:200],
+                    workdir=j.workdir,
+                    status=j.status,
+                    exit_code=j.exit_code,
+                    duration_s=j.duration_s,
+                )
+                for j in self.jobs.values()
+            ]
+        )
 
 
 def result(job: Job, *, sandboxed: bool, background: bool, note: str | None = None) -> ExecResult:
     """The whole output so far (head and tail when long)."""
     out, err = render(job.stdout, RESULT_CHARS), render(job.stderr, RESULT_CHARS)
-    return ExecResult(
-        status=job.status, exit_code=job.exit_code, stdout=out.text, stderr=err.text,
-        stdout_cut_bytes=out.cut_bytes, stderr_cut_bytes=err.cut_bytes, duration_s=job.duration_s,
-        session_id=job.id if background else None, sandboxed=sandboxed, note=note,
-    )
+    streams = {"stdout": (out.text, out.cut_bytes), "stderr": (err.text, err.cut_bytes)}
+    return _exec_result(job, streams, job.id if background else None, sandboxed, note)
 
 
 def poll(job: Job, *, sandboxed: bool) -> ExecResult:
     """Output written since the previous poll, and the current status."""
-    texts: dict[str, tuple[str, int]] = {}
+    streams: dict[str, tuple[str, int]] = {}
     for name, buffer in (("stdout", job.stdout), ("stderr", job.stderr)):
         data, cut = buffer.since(job.cursors[name])
         job.cursors[name] = buffer.total
         if len(data) > RESULT_CHARS:
             cut += len(data) - RESULT_CHARS
             data = data[-RESULT_CHARS:]
-        texts[name] = (clean(data), cut)
+        streams[name] = (clean(data), cut)
+    note = None if job.done.is_set() else "Still running; poll again later, or kill it."
+    return _exec_result(job, streams, job.id, sandboxed, note)
+
+
+def _exec_result(
+    job: Job, streams: dict[str, tuple[str, int]], session_id: str | None, sandboxed: bool, note: str | None
+) -> ExecResult:
     return ExecResult(
-        status=job.status, exit_code=job.exit_code, stdout=texts["stdout"][0], stderr=texts["stderr"][0],
-        stdout_cut_bytes=texts["stdout"][1], stderr_cut_bytes=texts["stderr"][1], duration_s=job.duration_s,
-        session_id=job.id, sandboxed=sandboxed,
-        note=None if job.done.is_set() else "Still running; poll again later, or kill it.",
+        status=job.status,
+        exit_code=job.exit_code,
+        stdout=streams["stdout"][0],
+        stderr=streams["stderr"][0],
+        stdout_cut_bytes=streams["stdout"][1],
+        stderr_cut_bytes=streams["stderr"][1],
+        duration_s=job.duration_s,
+        session_id=session_id,
+        sandboxed=sandboxed,
+        note=note,
     )
 
 
 def log(job: Job, offset: int, limit: int) -> LogSlice:
     """Lines [offset, offset+limit) of each stream, from what is kept."""
     slices: dict[str, tuple[str, int]] = {}
-    cut_note = []
+    cut_note: list[str] = []
     for name, buffer in (("stdout", job.stdout), ("stderr", job.stderr)):
         head, cut, tail = buffer.snapshot()
         text = clean(head) + (f"\n[... {cut} bytes cut ...]\n" if cut else "") + clean(tail)
         lines = text.split("\n")
         if cut:
             cut_note.append(f"{cut} bytes were cut from the middle of {name}")
-        slices[name] = ("\n".join(lines[offset: offset + limit]), len(lines))
+        slices[name] = ("\n".join(lines[offset : offset + limit]), len(lines))
     return LogSlice(
-        session_id=job.id, status=job.status, stdout=slices["stdout"][0], stderr=slices["stderr"][0],
-        stdout_lines=slices["stdout"][1], stderr_lines=slices["stderr"][1],
+        session_id=job.id,
+        status=job.status,
+        stdout=slices["stdout"][0],
+        stderr=slices["stderr"][0],
+        stdout_lines=slices["stdout"][1],
+        stderr_lines=slices["stderr"][1],
         note="; ".join(cut_note) or None,
     )

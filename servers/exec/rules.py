@@ -11,12 +11,31 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hermitcrab.servers.exec.shell import Word
+from .shell import Word
 
 # Builtins that neither run other code nor change how later commands resolve.
 SAFE_BUILTINS = frozenset(
-    {"cd", "pwd", "echo", "printf", "true", "false", "test", "[", ":", "exit", "return", "shift", "read",
-     "wait", "break", "continue", "type", "pushd", "dirs"}
+    {
+        "cd",
+        "pwd",
+        "echo",
+        "printf",
+        "true",
+        "false",
+        "test",
+        "[",
+        ":",
+        "exit",
+        "return",
+        "shift",
+        "read",
+        "wait",
+        "break",
+        "continue",
+        "type",
+        "pushd",
+        "dirs",
+    }
 )
 # Builtins that set variables: allowed unless they name a protected variable.
 VARIABLE_BUILTINS = frozenset({"export", "unset", "local", "declare", "typeset", "readonly"})
@@ -140,8 +159,6 @@ def special_reason(name: str, args: Sequence[Word]) -> str | None:
                 return f"`find {text}` deletes or writes files"
     if name == "env" and ("-S" in words or "--split-string" in words):
         return "`env -S` splits a string into a command"
-    if name == "sed" and any(w is not None and (w.startswith("-i") or w.startswith("--in-place")) for w in words):
-        return None  # the paths are checked as written files
     return None
 
 
@@ -150,19 +167,15 @@ def child_commands(name: str, args: Sequence[Word]) -> list[list[Word]] | None:
     words = list(args)
     if name == "find":
         return _find_children(words)
-    skip = _WRAPPERS.get(name)
-    if skip is None:
+    valued = _WRAPPERS.get(name)
+    if valued is None:
         return None
-    rest = _skip_options(words, *skip)
+    rest = _skip_options(words, valued)
     if name == "env":
         while rest and rest[0].text is not None and "=" in rest[0].text and not rest[0].text.startswith("="):
             rest = rest[1:]
-    if name == "timeout" and rest:
-        rest = rest[1:]  # the duration
-    if name in ("taskset",) and rest and "-c" not in texts(words):
-        rest = rest[1:]  # the CPU mask
-    if name == "xargs" and not rest:
-        return []
+    if name in _LEADING_ARGUMENT and not (name == "taskset" and "-c" in texts(words)):
+        rest = rest[1:]
     return [rest] if rest else []
 
 
@@ -200,7 +213,32 @@ def written_paths(name: str, args: Sequence[Word]) -> list[Word]:
         return [Word(a.raw, a.text[3:]) for a in args if a.text is not None and a.text.startswith("of=")]
     if name == "sed" and any(a.text is not None and a.text.startswith(("-i", "--in-place")) for a in args):
         return positional[1:]
+    if name == "git":
+        return _git_paths(args)
     return []
+
+
+def _git_paths(args: Sequence[Word]) -> list[Word]:
+    """Where git writes: `-C DIR`, `--git-dir`/`--work-tree`, and the target of `git clone`/`git init`."""
+    paths: list[Word] = []
+    index = 0
+    while index < len(args):
+        text = args[index].text
+        if text in ("-C", "--git-dir", "--work-tree") and index + 1 < len(args):
+            paths.append(args[index + 1])
+            index += 2
+            continue
+        if text is not None and text.startswith(("--git-dir=", "--work-tree=")):
+            paths.append(Word(args[index].raw, text.split("=", 1)[1]))
+        elif text is None or not text.startswith("-"):
+            rest = _positionals(args[index + 1 :])
+            if text == "clone" and len(rest) >= 2:
+                paths.append(rest[1])
+            elif text == "init" and rest:
+                paths.append(rest[0])
+            break
+        index += 1
+    return paths
 
 
 def _positionals(args: Sequence[Word]) -> list[Word]:
@@ -216,27 +254,33 @@ def _positionals(args: Sequence[Word]) -> list[Word]:
     return out
 
 
-# wrapper -> (options that take a value, whether options may follow the first positional)
-_WRAPPERS: dict[str, tuple[frozenset[str], bool]] = {
-    "env": (frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}), False),
-    "xargs": (frozenset({"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
-                         "--eof", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}),
-              False),
-    "nice": (frozenset({"-n", "--adjustment"}), False),
-    "nohup": (frozenset(), False),
-    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), False),
-    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), False),
-    "setsid": (frozenset(), False),
-    "ionice": (frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}), False),
-    "taskset": (frozenset(), False),
-    "chrt": (frozenset({"-T", "-P", "-D"}), False),
-    "time": (frozenset({"-o", "--output", "-f", "--format"}), False),
-    "unbuffer": (frozenset(), False),
-    "caffeinate": (frozenset({"-t", "-w"}), False),
+def _options(spec: str) -> frozenset[str]:
+    return frozenset(spec.split())
+
+
+# wrapper -> its options that take a value (the wrapped command follows the options)
+_WRAPPERS: dict[str, frozenset[str]] = {
+    "env": _options("-u --unset -C --chdir -S --split-string"),
+    "xargs": _options(
+        "-a -d -E -I -L -n -P -s --arg-file --delimiter --eof --max-lines --max-args --max-procs --max-chars "
+        "--process-slot-var"
+    ),
+    "nice": _options("-n --adjustment"),
+    "nohup": frozenset(),
+    "timeout": _options("-s --signal -k --kill-after"),
+    "stdbuf": _options("-i -o -e --input --output --error"),
+    "setsid": frozenset(),
+    "ionice": _options("-c -n -p -P -u --class --classdata"),
+    "taskset": frozenset(),
+    "chrt": _options("-T -P -D"),
+    "time": _options("-o --output -f --format"),
+    "unbuffer": frozenset(),
 }
+# wrappers whose first positional argument is not the command (a duration, a priority, a CPU mask)
+_LEADING_ARGUMENT = frozenset({"timeout", "chrt", "taskset"})
 
 
-def _skip_options(words: list[Word], valued: frozenset[str], _interleaved: bool) -> list[Word]:
+def _skip_options(words: list[Word], valued: frozenset[str]) -> list[Word]:
     index = 0
     while index < len(words):
         text = words[index].text
@@ -258,7 +302,7 @@ def _find_children(words: list[Word]) -> list[list[Word]]:
             end = index + 1
             while end < len(words) and words[end].text not in (";", "+"):
                 end += 1
-            children.append(words[index + 1:end])
+            children.append(words[index + 1 : end])
             index = end
         index += 1
     return children

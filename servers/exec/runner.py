@@ -19,12 +19,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 import anyio.to_thread
 
-from hermitcrab.servers.exec.output import OutputBuffer
-from hermitcrab.servers.exec.sandbox import Sandbox
+from .output import OutputBuffer
+from .sandbox import Sandbox
 
 Status = Literal["running", "exited", "timed_out", "killed"]
 _DRAIN_S = 1.0  # how long to wait for output pipes held open by processes that escaped the kill
@@ -34,7 +34,7 @@ _DRAIN_S = 1.0  # how long to wait for output pipes held open by processes that 
 class Limits:
     """Per-command resource limits, applied with bash's `ulimit` before the command runs."""
 
-    memory_mb: int = 8192  # address space (RLIMIT_AS)
+    memory_mb: int = 8192  # address space (RLIMIT_AS); 0 for none (Chromium reserves far more than it uses)
     processes: int = 4096  # RLIMIT_NPROC (counted per user, so not too tight)
     file_size_mb: int = 1024  # largest file a command may write (RLIMIT_FSIZE)
     output_bytes: int = 200_000  # kept per stream: head and tail, the middle is counted and dropped
@@ -43,8 +43,13 @@ class Limits:
         # Separate calls, so a limit the host already holds lower does not stop the others from applying.
         return "".join(
             f"ulimit -{flag} {value} 2>/dev/null; "
-            for flag, value in (("t", cpu_s), ("v", self.memory_mb * 1024), ("u", self.processes),
-                                ("f", self.file_size_mb * 1024))
+            for flag, value in (
+                ("t", cpu_s),
+                ("v", self.memory_mb * 1024),
+                ("u", self.processes),
+                ("f", self.file_size_mb * 1024),
+            )
+            if value > 0  # 0 leaves that limit as the server has it
         )
 
 
@@ -168,15 +173,15 @@ def _thread(target: object, *args: object) -> threading.Thread:
     return thread
 
 
-def _pump(stream: object, buffer: OutputBuffer) -> None:
-    fd = stream.fileno()  # type: ignore[attr-defined]
+def _pump(stream: IO[bytes], buffer: OutputBuffer) -> None:
+    fd = stream.fileno()
     try:
         while chunk := os.read(fd, 65536):
             buffer.write(chunk)
     except OSError:
         pass  # the pipe was closed under us: the command is gone
     finally:
-        stream.close()  # type: ignore[attr-defined]
+        stream.close()
 
 
 def _kill_group(pgid: int) -> None:

@@ -1,4 +1,4 @@
-"""Optional bubblewrap sandbox: the roots writable, the rest of the filesystem read-only, optionally no network.
+"""Optional bubblewrap sandbox: the roots writable, the rest read-only, secrets hidden, optionally no network.
 
 `auto` uses bwrap when it is installed and works here (a probe runs once); `bwrap` insists on it; `none` runs
 commands directly. Either way the resource limits in runner.py apply.
@@ -20,21 +20,46 @@ class SandboxUnavailable(RuntimeError):
     """`--sandbox bwrap` was asked for but bubblewrap is missing or cannot create namespaces here."""
 
 
+# Credentials under $HOME that commands never need to see; hidden inside the sandbox when they exist.
+SECRETS = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+)
+
+
 @dataclass(frozen=True)
 class Sandbox:
     bwrap: str
     network: bool = True
+    hidden: tuple[Path, ...] = ()  # replaced by an empty directory (or /dev/null for a file)
 
     def wrap(
         self, argv: Sequence[str], *, roots: Sequence[Path], protected: Sequence[Path], workdir: Path
     ) -> list[str]:
-        """`argv` run inside bwrap with `roots` bound writable and `protected` paths inside them read-only."""
-        args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        for root in roots:
-            args += ["--bind", str(root), str(root)]
+        """`argv` in bwrap: `roots` writable, `protected` paths inside them read-only, `hidden` paths emptied."""
+        mounts: list[tuple[Path, list[str]]] = [(Path("/tmp"), ["--tmpfs", "/tmp"])]
+        mounts += [(root, ["--bind", str(root), str(root)]) for root in roots]
+        for path in self.hidden:
+            if path.is_dir() and path not in roots:
+                mounts.append((path, ["--tmpfs", str(path)]))
+            elif path.exists():
+                mounts.append((path, ["--ro-bind", "/dev/null", str(path)]))
         for path in protected:
             if path.exists() and any(path.is_relative_to(root) for root in roots):
-                args += ["--ro-bind", str(path), str(path)]
+                mounts.append((path, ["--ro-bind", str(path), str(path)]))
+        args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        for _, mount in sorted(mounts, key=lambda item: len(item[0].parts)):  # parents before what is inside them
+            args += mount
         args += ["--unshare-pid", "--die-with-parent"]
         if not self.network:
             args.append("--unshare-net")
@@ -42,25 +67,41 @@ class Sandbox:
         return args
 
 
-def detect(mode: SandboxMode, *, network: bool = True) -> Sandbox | None:
+def secret_paths(home: Path, hermitcrab_home: Path) -> tuple[Path, ...]:
+    """What a sandboxed command should not see: hermitcrab's home (config, state) and credentials under $HOME."""
+    return (hermitcrab_home, *(home / name for name in SECRETS))
+
+
+def detect(mode: SandboxMode, *, network: bool = True, hidden: Sequence[Path] = ()) -> Sandbox | None:
     """The sandbox to use for `mode`, or None to run unsandboxed; raises SandboxUnavailable for a failed `bwrap`."""
     if mode == "none":
         return None
     problem = probe()
     if problem is None:
-        return Sandbox(shutil.which("bwrap") or "bwrap", network)
+        return Sandbox(shutil.which("bwrap") or "bwrap", network, tuple(hidden))
     if mode == "bwrap":
         raise SandboxUnavailable(problem)
     return None
 
 
 def probe() -> str | None:
-    """None when bubblewrap works here, else why not (shown by `hermitcrab doctor` and the `exec_status` tool)."""
+    """None when bubblewrap works here, else why not (reported by the `exec://status` resource)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap is not installed (apt-get install bubblewrap)"
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent",
-            "true"]
+    argv = [
+        bwrap,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-pid",
+        "--die-with-parent",
+        "true",
+    ]
     try:
         result = subprocess.run(argv, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -4,7 +4,7 @@
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -15,15 +15,15 @@ from mcp.server.mcpserver import MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from hermitcrab.servers.exec import processes
-from hermitcrab.servers.exec.approvals import ApprovalStore
-from hermitcrab.servers.exec.environment import child_environment
-from hermitcrab.servers.exec.files import Files
-from hermitcrab.servers.exec.gate import Gate
-from hermitcrab.servers.exec.policy import Checker, Policy
-from hermitcrab.servers.exec.processes import ExecResult, LogSlice, ProcessTable, SessionList
-from hermitcrab.servers.exec.runner import Job, Limits, Spec
-from hermitcrab.servers.exec.sandbox import SandboxMode, detect, probe
+from . import processes
+from .approvals import ApprovalStore
+from .environment import child_environment
+from .files import Files
+from .gate import Gate
+from .policy import Checker, Policy
+from .processes import ExecResult, LogSlice, ProcessTable, SessionList
+from .runner import Job, Limits, Spec
+from .sandbox import SandboxMode, detect, probe, secret_paths
 
 INSTRUCTIONS = """\
 Run shell commands and edit files inside the user's workspace. Commands run through bash under an allowlist:
@@ -57,7 +57,8 @@ def build_server(
     state = (state or default_state).expanduser().resolve()
     policy = policy or Policy()
     limits = limits or Limits()
-    box = detect(sandbox, network=network)
+    hidden = [p.resolve() for p in secret_paths(Path(environ.get("HOME", "/nonexistent")), workspace.parent)]
+    box = detect(sandbox, network=network, hidden=hidden)
     child_env = child_environment(environ, None)
     checker = Checker(policy, roots, protected=[state], search_path=child_env["PATH"], home=child_env.get("HOME", "/"))
     files = Files(roots, protected=[state])
@@ -65,7 +66,7 @@ def build_server(
     table = ProcessTable()
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+    async def lifespan(_: MCPServer) -> AsyncGenerator[None]:
         try:
             yield
         finally:
@@ -81,11 +82,13 @@ def build_server(
         env: Annotated[
             dict[str, str] | None, Field(description="Extra environment variables (PATH, LD_* and similar refused).")
         ] = None,
-        timeout_s: Annotated[float, Field(description="Kill the command and its children after this.", gt=0,
-                                          le=86_400)] = 1800,
+        timeout_s: Annotated[
+            float, Field(description="Kill the command and its children after this.", gt=0, le=86_400)
+        ] = 1800,
         background: Annotated[bool, Field(description="Return at once with a session_id for `process`.")] = False,
-        yield_ms: Annotated[int, Field(description="Move to the background if still running after this.", ge=0)]
-        = 10_000,
+        yield_ms: Annotated[
+            int, Field(description="Move to the background if still running after this.", ge=0)
+        ] = 10_000,
     ) -> ExecResult:
         """Run a shell command in the workspace and return its exit code and output.
 
@@ -101,32 +104,35 @@ def build_server(
         except OSError as exc:
             raise ToolError(f"Could not start bash: {exc.strerror}.") from exc
         if background:
-            table.add(job)
-            return processes.result(job, sandboxed=box is not None, background=True, note=_join(
-                note, "Started in the background; use `process` (poll, log, write, kill) with its session_id."))
-        try:
-            finished = await job.wait(yield_ms / 1000)
-        except anyio.get_cancelled_exc_class():
-            job.kill()
-            raise
-        if finished:
-            return processes.result(job, sandboxed=box is not None, background=False, note=note)
+            hint = "Started in the background; use `process` (poll, log, write, kill) with its session_id."
+        else:
+            try:
+                if await job.wait(yield_ms / 1000):
+                    return processes.result(job, sandboxed=box is not None, background=False, note=note)
+            except anyio.get_cancelled_exc_class():
+                job.kill()
+                raise
+            hint = f"Still running after {yield_ms} ms; moved to the background. Use `process` with its session_id."
         table.add(job)
-        return processes.result(job, sandboxed=box is not None, background=True, note=_join(
-            note, f"Still running after {yield_ms} ms; moved to the background. Use `process` with its session_id."))
+        return processes.result(job, sandboxed=box is not None, background=True, note=_join(note, hint))
 
     @server.tool()
     async def process(
-        action: Annotated[Literal["list", "poll", "log", "write", "kill"], Field(
-            description="list: all sessions; poll: status and new output; log: lines of output; "
-                        "write: send data to stdin; kill: stop it and its children.")],
+        action: Annotated[
+            Literal["list", "poll", "log", "write", "kill"],
+            Field(
+                description="list: all sessions; poll: status and new output; log: lines of output; "
+                "write: send data to stdin; kill: stop it and its children."
+            ),
+        ],
         session_id: Annotated[str | None, Field(description="From exec; needed by every action but list.")] = None,
         data: Annotated[str | None, Field(description="For write: text for stdin (add \\n to end a line).")] = None,
         eof: Annotated[bool, Field(description="For write: close stdin after writing.")] = False,
         offset: Annotated[int, Field(description="For log: first line (0-based).", ge=0)] = 0,
         limit: Annotated[int, Field(description="For log: number of lines.", ge=1, le=5000)] = 200,
-        wait_ms: Annotated[int, Field(description="For poll: wait up to this long for the command to end.",
-                                      ge=0, le=60_000)] = 0,
+        wait_ms: Annotated[
+            int, Field(description="For poll: wait up to this long for the command to end.", ge=0, le=60_000)
+        ] = 0,
     ) -> ExecResult | LogSlice | SessionList:
         """Manage background commands started by `exec`: list, poll, log, write to stdin, or kill."""
         if action == "list":
@@ -183,13 +189,20 @@ def build_server(
     @server.resource("exec://status")
     def status() -> str:
         """The effective policy, roots and sandbox state (for `hermitcrab doctor`)."""
-        return json.dumps({
-            "security": policy.security, "ask": policy.ask, "allow": sorted(checker.allowlist.paths),
-            "approval_timeout_s": policy.approval_timeout_s, "roots": [str(r) for r in roots],
-            "sandbox": "bwrap" if box is not None else "none",
-            "sandbox_problem": None if box is not None or sandbox == "none" else probe(),
-            "network": network,
-        }, indent=2)
+        return json.dumps(
+            {
+                "security": policy.security,
+                "ask": policy.ask,
+                "allow": sorted(checker.allowlist.paths),
+                "approved": {"binaries": sorted(gate.store.binaries), "commands": sorted(gate.store.commands)},
+                "approval_timeout_s": policy.approval_timeout_s,
+                "roots": [str(r) for r in roots],
+                "sandbox": "bwrap" if box is not None else "none",
+                "sandbox_problem": None if box is not None or sandbox == "none" else probe(),
+                "network": network,
+            },
+            indent=2,
+        )
 
     return server
 
@@ -200,7 +213,7 @@ def _write(job: Job, data: str | None, eof: bool, sandboxed: bool) -> ExecResult
     payload = (data or "").encode("utf-8")
     try:
         written = job.write(payload, eof)
-    except (BrokenPipeError, OSError) as exc:
+    except OSError as exc:  # BrokenPipeError included: the process closed its stdin or ended
         raise ToolError(f"Session {job.id} no longer reads its input ({job.status}).") from exc
     result = processes.poll(job, sandboxed=sandboxed)
     note = f"Wrote {written} of {len(payload)} bytes" + ("; stdin closed." if eof else ".")

@@ -9,11 +9,13 @@ reported as `problems`, and a line it cannot parse raises `ShellSyntaxError`, so
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import bashlex  # type: ignore[import-untyped]  # bashlex ships no type hints
 import bashlex.errors  # type: ignore[import-untyped]
+import bashlex.subst  # type: ignore[import-untyped]
 
 # Characters that make bash compute a word at run time (expansions, globs, brace expansion, tilde).
 _DYNAMIC = re.compile(r"[$`*?\[\]{}~]")
@@ -23,8 +25,41 @@ _HIDDEN_SUBST = re.compile(r"\$\(|`|<\(|>\(")
 _PARAM_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):?=")
 
 
+MAX_LENGTH = 20_000  # bashlex is pure Python; longer lines are refused rather than parsed slowly
+# What bashlex raises besides ParsingError on input it does not handle (found by fuzzing).
+_PARSER_FAILURES = (
+    NotImplementedError,
+    AttributeError,
+    TypeError,
+    IndexError,
+    NameError,
+    KeyError,
+    ValueError,
+    AssertionError,
+    RecursionError,
+)
+_bashlex_parse = cast(Callable[[str], list[Any]], bashlex.parse)  # pyright: ignore[reportUnknownMemberType]  # untyped
+
+
 class ShellSyntaxError(ValueError):
     """bashlex could not parse the line (or hit a construct it does not implement)."""
+
+
+def _guarded_paramexpand(parserobj: Any, string: str, sindex: int) -> tuple[Any, int]:
+    """bashlex's `_paramexpand`, refusing `${` with no closing `}`: unpatched, it returns an index behind the
+    start and the caller loops forever (a parse of `'${>x` never returns)."""
+    node, index = _paramexpand(parserobj, string, sindex)
+    if index <= sindex:
+        raise bashlex.errors.ParsingError("bad substitution: no closing '}'", string, sindex)
+    return node, index
+
+
+# Patched once at import: a private bashlex function, because the bug is inside its parser loop.
+_paramexpand = cast(
+    Callable[[Any, str, int], tuple[Any, int]],
+    bashlex.subst._paramexpand,  # pyright: ignore[reportPrivateUsage, reportUnknownMemberType]
+)
+bashlex.subst._paramexpand = _guarded_paramexpand  # pyright: ignore[reportPrivateUsage]
 
 
 @dataclass(frozen=True)
@@ -56,18 +91,20 @@ class SimpleCommand:
 
 @dataclass
 class ParsedLine:
-    commands: list[SimpleCommand] = field(default_factory=list)
-    redirects: list[Redirect] = field(default_factory=list)  # attached to compound commands (`{ ...; } > f`)
-    problems: list[str] = field(default_factory=list)
-    assigned: list[str] = field(default_factory=list)  # variable names set by `for NAME in` or `${NAME:=...}`
-    functions: set[str] = field(default_factory=set)
+    commands: list[SimpleCommand] = field(default_factory=list[SimpleCommand])
+    redirects: list[Redirect] = field(default_factory=list[Redirect])  # on compound commands (`{ ...; } > f`)
+    problems: list[str] = field(default_factory=list[str])
+    assigned: list[str] = field(default_factory=list[str])  # names set by `for NAME in` or `${NAME:=...}`
+    functions: set[str] = field(default_factory=set[str])
 
 
 def parse(line: str) -> ParsedLine:
     """Parse `line` into simple commands; raise ShellSyntaxError if bashlex cannot parse it faithfully."""
+    if len(line) > MAX_LENGTH:
+        raise ShellSyntaxError(f"{len(line)} characters is longer than the {MAX_LENGTH} that are checked")
     try:
-        trees = bashlex.parse(line)
-    except (bashlex.errors.ParsingError, NotImplementedError, IndexError, TypeError, AttributeError) as exc:
+        trees = _bashlex_parse(line)
+    except (bashlex.errors.ParsingError, *_PARSER_FAILURES) as exc:
         raise ShellSyntaxError(str(exc) or type(exc).__name__) from exc
     parsed = ParsedLine()
     for tree in trees:
@@ -96,7 +133,8 @@ class _Walker:
             self.parameter(node)
         elif kind == "redirect" and getattr(node, "heredoc", None) is not None:
             self.heredoc(node)
-        for redirect in getattr(node, "redirects", None) or []:
+        redirects: list[Any] = getattr(node, "redirects", None) or []
+        for redirect in redirects:
             self.out.redirects.append(self.redirect(redirect))
         for child in _children(node):
             self.visit(child)
@@ -157,7 +195,7 @@ def _children(node: Any) -> list[Any]:
     for attr in ("parts", "list", "command", "output", "heredoc", "redirects"):
         value = getattr(node, attr, None)
         if isinstance(value, list):
-            children.extend(v for v in value if hasattr(v, "kind"))
+            children.extend(v for v in cast(list[Any], value) if hasattr(v, "kind"))
         elif hasattr(value, "kind"):
             children.append(value)
     return children
