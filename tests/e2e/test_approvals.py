@@ -1,0 +1,98 @@
+"""Exec approvals travel from the real exec server, through the host, to the user in the conversation."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hermitcrab.host.agent import Agent
+from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
+from hermitcrab.host.events import Event, Target
+from hermitcrab.host.gateway import Gateway
+from hermitcrab.host.pool import McpPool
+from hermitcrab.host.session import SessionStore
+from tests.support.fake_llm import openai_text, openai_tool_calls
+from tests.support.scripted_provider import ScriptedProvider
+
+ROOM = Target("test", "room", "owner")
+
+
+class ApprovingChannel:
+    """Answers each approval question with the given decision, as a user typing in the chat would."""
+
+    name = "test"
+
+    def __init__(self, decision: str) -> None:
+        self.decision = decision
+        self.sent: list[str] = []
+        self.gateway: Gateway | None = None
+
+    async def send(self, target: Target, text: str) -> None:
+        self.sent.append(text)
+        if "wants to run a shell command" in text and self.gateway is not None:
+            await self.gateway.submit(Event("message", self.decision, target))
+
+    async def typing(self, target: Target) -> None:
+        return None
+
+
+def exec_server(root: Path, state: Path) -> ServerConfig:
+    args = (
+        "-m",
+        "hermitcrab.servers.exec",
+        "--root",
+        str(root),
+        "--state",
+        str(state),
+        "--ask",
+        "on-miss",
+        "--sandbox",
+        "none",
+        "--approval-timeout",
+        "10",
+    )
+    return ServerConfig("exec", command=sys.executable, args=args, timeout_s=30)
+
+
+@pytest.mark.parametrize(("decision", "ran"), [("allow-once", True), ("deny", False)])
+async def test_a_command_off_the_allowlist_is_approved_or_denied_by_the_user(tmp_path: Path, decision: str, ran: bool):
+    root = tmp_path / "workspace"
+    root.mkdir()
+    command = "touch approved.txt"
+    provider = ScriptedProvider().call(("x1", "exec", {"command": command})).say("done")
+    settings = Settings(tmp_path, (), (exec_server(root, tmp_path / "state"),), AgentSettings())
+    channel = ApprovingChannel(decision)
+
+    async with McpPool(settings.servers) as pool:
+        agent = Agent(settings, provider, pool, SessionStore(tmp_path / "sessions"))
+        channel.gateway = gateway = Gateway(agent, {"test": channel}, ask_timeout_s=10)
+        async with anyio.create_task_group() as group:
+            await group.start(gateway.serve)
+            await gateway.process(Event("message", "make the file", ROOM))
+            group.cancel_scope.cancel()
+
+    question = channel.sent[0]
+    assert command in question and "- allow-once" in question and "- deny" in question
+    assert (root / "approved.txt").exists() is ran
+    result = provider.seen[1]["messages"][-1]
+    assert result.is_error is not ran
+
+
+def test_hermitcrab_ask_forwards_the_approval_to_stdin(hermitcrab, llm, tmp_path: Path):
+    root = tmp_path / "workspace"
+    root.mkdir()
+    desktop = tmp_path / "desktop.json"
+    server = exec_server(root, tmp_path / "state")
+    desktop.write_text(json.dumps({"mcpServers": {"exec": {"command": server.command, "args": list(server.args)}}}))
+    llm.enqueue(openai_tool_calls(("x1", "exec", '{"command": "touch made.txt"}')), openai_text("Made it."))
+
+    result = hermitcrab("ask", "--mcp-config", str(desktop), "make a file", stdin="allow-once\n")
+
+    assert result.returncode == 0, result.stderr
+    assert "wants to run a shell command" in result.stderr
+    assert (root / "made.txt").exists()
+    assert result.stdout.strip() == "Made it."
