@@ -223,7 +223,7 @@ class ServerHandle:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)  # the older era is what this server speaks
             for uri in await _resource_uris(client):
-                await client.session.subscribe_resource(uri)
+                await client.session.subscribe_resource(uri)  # pyright: ignore[reportDeprecated]  # older era
 
     async def _probe_forever(self, client: Client) -> None:
         """For servers without `subscriptions/listen`: re-list tools now and then, which works in every protocol era."""

@@ -121,7 +121,8 @@ def _error_text(response: httpx.Response) -> str:
         body: object = response.json()
     except ValueError:
         return response.text[:300]
-    error = cast(dict[str, object], body).get("error") if isinstance(body, dict) else None
+    error: object = cast(dict[str, object], body).get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
-        return str(cast(dict[str, object], error).get("message") or error)[:300]
+        message: object = cast(dict[str, object], error).get("message")
+        return str(message or error)[:300]
     return str(error or body)[:300]

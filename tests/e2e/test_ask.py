@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.support.fake_llm import Reply, openai_text, openai_tool_calls
+from tests.support.fake_llm import NO_PROVIDER_ENV, Reply, openai_text, openai_tool_calls
 
 
 def transcript(home: Path) -> list[dict]:
@@ -98,12 +98,7 @@ model = "backup-model"
     result = hermitcrab(
         "ask",
         "hello",
-        env={
-            "HERMITCRAB_PROVIDER": "",
-            "HERMITCRAB_LLM_BASE_URL": "",
-            "HERMITCRAB_MODEL": "",
-            "HERMITCRAB_LLM_API_KEY": "",
-        },
+        env=NO_PROVIDER_ENV,
     )
 
     assert result.returncode == 0, result.stderr
@@ -134,12 +129,7 @@ def test_missing_provider_says_what_to_set(hermitcrab):
     result = hermitcrab(
         "ask",
         "hi",
-        env={
-            "HERMITCRAB_PROVIDER": "",
-            "HERMITCRAB_LLM_BASE_URL": "",
-            "HERMITCRAB_MODEL": "",
-            "HERMITCRAB_LLM_API_KEY": "",
-        },
+        env=NO_PROVIDER_ENV,
     )
 
     assert result.returncode == 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.fake_llm import openai_text, openai_tool_calls
+from tests.support.fake_llm import NO_PROVIDER_ENV, openai_text, openai_tool_calls
 
 
 def test_chat_replies_shows_tools_and_takes_commands(hermitcrab, llm, desktop_config):
@@ -28,9 +28,7 @@ def test_chat_answers_ask_user_from_the_next_line(hermitcrab, llm):
 
 
 def test_chat_without_provider_explains_what_to_set(hermitcrab):
-    empty = {"HERMITCRAB_PROVIDER": "", "HERMITCRAB_LLM_BASE_URL": "", "HERMITCRAB_MODEL": "", "HERMITCRAB_LLM_API_KEY": ""}
-
-    result = hermitcrab("chat", stdin="/exit\n", env=empty)
+    result = hermitcrab("chat", stdin="/exit\n", env=NO_PROVIDER_ENV)
 
     assert result.returncode == 1
     assert "No LLM provider is configured" in result.stderr

@@ -25,13 +25,13 @@ async def test_a_published_item_becomes_a_server_event_turn():
         submitted.append(event)
         arrived.set()
 
-    async with McpPool([ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))], on_event=send.send) as pool:
-        async with anyio.create_task_group() as group:
-            group.start_soon(relay_server_events, receive, pool, submit, MAIN)
-            await pool.call("publish", {"item": "water the plants"})
-            with anyio.fail_after(5):
-                await arrived.wait()
-            group.cancel_scope.cancel()
+    kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
+    async with McpPool([kit], on_event=send.send) as pool, anyio.create_task_group() as group:
+        group.start_soon(relay_server_events, receive, pool, submit, MAIN)
+        await pool.call("publish", {"item": "water the plants"})
+        with anyio.fail_after(5):
+            await arrived.wait()
+        group.cancel_scope.cancel()
 
     (event,) = submitted
     assert event.kind == "server" and event.target == MAIN

@@ -16,6 +16,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+NO_PROVIDER_ENV = {
+    "HERMITCRAB_PROVIDER": "",
+    "HERMITCRAB_LLM_BASE_URL": "",
+    "HERMITCRAB_MODEL": "",
+    "HERMITCRAB_LLM_API_KEY": "",
+}
+
 
 @dataclass
 class Reply:
