@@ -43,3 +43,6 @@ def main() -> None:
     except HermitcrabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from rich.progress import Progress
@@ -14,6 +15,7 @@ from rich.progress import Progress
 from hermitcrab.servers._common.serve import serve
 
 from .embed import DEFAULT_EMBEDDER, EMBEDDER_HELP, make_embedder
+from .ranking import RankSettings
 from .server import build_server
 
 
@@ -33,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER, help=EMBEDDER_HELP)
     parser.add_argument("--extra-path", type=Path, action="append", default=[],
                         help="another Markdown file or folder to index (repeatable)")
+    parser.add_argument("--search", choices=["hybrid", "text", "vector"], default="hybrid",
+                        help="which legs to rank with (text-only and vector-only are for comparison)")
     parser.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     return parser
 
@@ -61,6 +65,14 @@ def _progress_bar() -> Callable[[int], Callable[[int], None]] | None:
     return start
 
 
+def _settings(mode: str) -> RankSettings:
+    if mode == "text":
+        return replace(RankSettings(), vector_weight=0.0)
+    if mode == "vector":
+        return replace(RankSettings(), text_weight=0.0)
+    return RankSettings()
+
+
 @contextmanager
 def _clean_exit() -> Iterator[None]:
     try:
@@ -81,6 +93,7 @@ def main(argv: list[str] | None = None) -> None:
         state=args.state or home / "state" / "memory",
         embedder=embedder,
         extra_paths=tuple(args.extra_path),
+        settings=_settings(args.search),
         progress=_progress_bar(),
     )
     with _clean_exit():

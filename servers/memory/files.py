@@ -57,9 +57,10 @@ class MemoryRoots:
         """The real path of a user-given memory path; raises PathOutsideRoots outside the memory roots."""
         if not rel.endswith(".md"):
             raise PathOutsideRoots(f"{rel!r} is not a Markdown memory file")
-        target = resolve_inside(rel, [self.workspace])  # relative paths are workspace-relative
-        resolve_inside(str(target), [root.resolve() for root in self.roots()])
-        return target
+        candidate = Path(rel)
+        if not candidate.is_absolute():
+            candidate = self.workspace / candidate
+        return resolve_inside(str(candidate), self.roots())
 
 
 def discover(roots: MemoryRoots) -> dict[str, FileStat]:

@@ -18,16 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from filelock import FileLock
 
 from hermitcrab.servers._common.files import atomic_write_json
 
 from . import files as memfiles
 from .chunking import Chunk, chunk_markdown
+from .dates import ranges_in
 from .embed import Embedder
-from .lexical import LexicalIndex
+from .lexical import LEXICAL_VERSION, LexicalIndex
 from .ranking import RankSettings, Result, decay, fuse, select
-from .vectors import Progress, VectorStore
+from .vectors import Progress, VectorStore, top
 
 logger = logging.getLogger(__name__)
 META_VERSION = 1
@@ -112,7 +114,9 @@ class MemoryIndex:
                 self.files.pop(rel, None)
                 self.errors.pop(rel, None)
                 self._bad.pop(rel, None)
-            clear = self.last_sync is None and self._lexical_mismatch(indexed)
+            clear = meta.get("lexical") != self._lexical_signature() or (
+                self.last_sync is None and self._lexical_mismatch(indexed)
+            )
             done = {} if clear else {rel: entry.get("digest") for rel, entry in indexed.items()}
             rewrite = [rel for rel, record in self.files.items() if done.get(rel) != record.digest]
             drop = [rel for rel in done if rel not in self.files or rel in rewrite]
@@ -155,7 +159,8 @@ class MemoryIndex:
         chunks = self.files[rel].chunks
         rows = []
         for i, chunk in enumerate(chunks):
-            near = " ".join(chunks[j].text for j in (i - 1, i + 1) if 0 <= j < len(chunks))
+            span = self.settings.near_span
+            near = " ".join(chunks[j].text for j in range(i - span, i + span + 1) if j != i and 0 <= j < len(chunks))
             body = " ".join((*(h for h in chunk.headings), chunk.text))
             rows.append((f"{rel}\x1f{i}", rel, body, near))
         return rows
@@ -185,7 +190,12 @@ class MemoryIndex:
 
     def _write_meta(self) -> None:
         entries = {rel: {"digest": r.digest, "chunks": len(r.chunks)} for rel, r in self.files.items()}
-        atomic_write_json(self.state / "meta.json", {"version": META_VERSION, "files": entries})
+        meta = {"version": META_VERSION, "lexical": self._lexical_signature(), "files": entries}
+        atomic_write_json(self.state / "meta.json", meta)
+
+    def _lexical_signature(self) -> str:
+        """What the BM25 documents depend on besides the files: a change means re-indexing them all."""
+        return f"{LEXICAL_VERSION}/near{self.settings.near_span}"
 
     def reset(self) -> None:
         """Forget the derived state (used when it is found corrupt mid-run)."""
@@ -201,26 +211,61 @@ class MemoryIndex:
 
     def search(self, query: str, limit: int, min_score: float = 0.0, today: dt.date | None = None) -> list[dict[str, object]]:
         """Up to `limit` result windows for `query`, best first, each as the dict `memory_search` returns."""
-        settings = self.settings
-        text_ids = [chunk_id for chunk_id, _ in self.lexical.search(query, settings.candidates, settings.near_weight) if chunk_id in self._ids]
-        legs: list[tuple[list[str], float]] = [(text_ids, settings.text_weight)]
-        if self.vectors is not None:
-            vector_hits = self.vectors.search(query, settings.candidates)
-            ids = [f"{rel}\x1f{i}" for rel, i in (self._order[pos] for pos, _ in vector_hits)]
-            legs.append((ids, settings.vector_weight))
-        fused = fuse(legs, settings.rrf_k)
+        fused = self._smooth(fuse(self._legs(query), self.settings.rrf_k))
         today = today or dt.date.today()
         ranked: list[tuple[str, int, float]] = []
         for chunk_id, score in fused.items():
             rel, i = self._ids[chunk_id]
-            final = score * decay(self.files[rel].date, today, settings)
+            final = score * decay(self.files[rel].date, today, self.settings)
             if final >= min_score:
                 ranked.append((rel, i, final))
         ranked.sort(key=lambda item: -item[2])
         chunks = {rel: record.chunks for rel, record in self.files.items()}
         dates = {rel: record.date for rel, record in self.files.items()}
-        results: list[Result] = select(ranked, chunks, dates, limit, settings)
-        return [result.as_dict(chunks[result.path], settings.neighbour_chars) for result in results]
+        results: list[Result] = select(ranked, chunks, dates, limit, self.settings)
+        return [result.as_dict(chunks[result.path], self.settings.neighbour_chars) for result in results]
+
+    def _legs(self, query: str) -> list[tuple[list[str], float]]:
+        """Ranked chunk-id lists to fuse: words, meaning, and both again within the days the query names."""
+        settings = self.settings
+        n = settings.candidates
+        legs = [(self._text_leg(query, n, None), settings.text_weight)]
+        scores = self.vectors.scores(query) if self.vectors is not None else None
+        if scores is not None:
+            legs.append(([self._chunk_id(pos) for pos in top(scores, n)], settings.vector_weight))
+        ranges = ranges_in(query)
+        dated = [rel for rel, record in self.files.items() if record.date and any(r.contains(record.date) for r in ranges)]
+        if dated:
+            legs.append((self._text_leg(query, n, dated), settings.date_weight * settings.text_weight))
+            if scores is not None:
+                dated_set = set(dated)
+                among = np.fromiter((rel in dated_set for rel, _ in self._order), dtype=bool, count=len(self._order))
+                ids = [self._chunk_id(pos) for pos in top(scores, n, among)]
+                legs.append((ids, settings.date_weight * settings.vector_weight))
+        return legs
+
+    def _smooth(self, fused: dict[str, float]) -> dict[str, float]:
+        """Lend each chunk part of its neighbours' scores: an exchange that matches as a whole ranks higher."""
+        share = self.settings.neighbour_share
+        if share <= 0:
+            return fused
+        smoothed = dict(fused)
+        for chunk_id, score in fused.items():
+            rel, i = self._ids[chunk_id]
+            chunks = self.files[rel].chunks
+            for j in (i - 1, i + 1):
+                if 0 <= j < len(chunks) and chunks[j].headings == chunks[i].headings:
+                    other = f"{rel}\x1f{j}"
+                    smoothed[other] = smoothed.get(other, 0.0) + share * score
+        return smoothed
+
+    def _text_leg(self, query: str, limit: int, paths: list[str] | None) -> list[str]:
+        hits = self.lexical.search(query, limit, self.settings.near_weight, paths)
+        return [chunk_id for chunk_id, _ in hits if chunk_id in self._ids]
+
+    def _chunk_id(self, position: int) -> str:
+        rel, i = self._order[position]
+        return f"{rel}\x1f{i}"
 
     def chunk_count(self) -> int:
         return len(self._order)

@@ -17,6 +17,7 @@ import Stemmer
 import tantivy
 
 logger = logging.getLogger(__name__)
+LEXICAL_VERSION = 1  # bump when analyze() changes: every document is then re-indexed
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)|([\u3040-\u30ff]+|[\uac00-\ud7af]+)|([^\W_{_CJK}]+)")
@@ -93,8 +94,11 @@ class LexicalIndex:
         writer.wait_merging_threads()
         self._index.reload()
 
-    def search(self, query: str, limit: int, near_weight: float = 0.25) -> list[tuple[str, float]]:
-        """Chunk ids by BM25 over the chunk text plus a lighter BM25 over its neighbours (any term may match)."""
+    def search(
+        self, query: str, limit: int, near_weight: float = 0.25, paths: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Chunk ids by BM25 over the chunk text plus a lighter BM25 over its neighbours (any term may match),
+        only from `paths` when given."""
         terms = list(dict.fromkeys(analyze(query)))
         if not terms:
             return []
@@ -104,6 +108,10 @@ class LexicalIndex:
             if near_weight > 0:
                 near = tantivy.Query.term_query(self._schema, "near", term)
                 clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(near, near_weight)))
+        query_obj = tantivy.Query.boolean_query(clauses)
+        if paths is not None:
+            within = tantivy.Query.term_set_query(self._schema, "path", list(paths))
+            query_obj = tantivy.Query.boolean_query([(tantivy.Occur.Must, within), (tantivy.Occur.Must, query_obj)])
         searcher = self._index.searcher()
-        hits = searcher.search(tantivy.Query.boolean_query(clauses), limit).hits
+        hits = searcher.search(query_obj, limit).hits
         return [(searcher.doc(address)["id"][0], float(score)) for score, address in hits]

@@ -20,14 +20,17 @@ SNIPPET_CHARS = 700
 class RankSettings:
     """Knobs chosen with `bench/locomo.py`; the defaults are what it measured best."""
 
-    rrf_k: float = 60.0
-    vector_weight: float = 1.0
+    rrf_k: float = 10.0  # a small k trusts the first places of each leg more
+    vector_weight: float = 0.5
     text_weight: float = 1.0
+    date_weight: float = 1.0  # legs restricted to the daily logs of the days a query names
     candidates: int = 60
-    window_chars: int = 480
-    neighbour_chars: int = 160
-    near_weight: float = 0.25
-    embed_context_chars: int = 0
+    window_chars: int = 450  # the hit plus neighbours up to this size
+    neighbour_chars: int = 100  # neighbours are shown clipped to this; the hits in full
+    near_weight: float = 1.0  # BM25 weight of a chunk's neighbours' words
+    near_span: int = 2  # how many neighbours on each side count as its context
+    neighbour_share: float = 0.0  # part of a chunk's score lent to each neighbour
+    embed_context_chars: int = 200  # embed each chunk after the start of the one before it
     embed_after_chars: int = 0
     half_life_days: float | None = 90.0
     decay_floor: float = 0.7
@@ -67,6 +70,8 @@ def fuse(lists: Sequence[tuple[Sequence[str], float]], k: float) -> dict[str, fl
     total = sum(weight for _, weight in lists) / (k + 1)
     scores: dict[str, float] = {}
     for ids, weight in lists:
+        if weight <= 0:
+            continue
         for rank, chunk_id in enumerate(ids):
             scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (k + 1 + rank)
     return {chunk_id: score / total for chunk_id, score in scores.items()} if total else scores

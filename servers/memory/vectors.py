@@ -15,6 +15,7 @@ from pathlib import Path
 
 import lancedb
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from .embed import Embedder, Vectors
@@ -96,15 +97,22 @@ class VectorStore:
         self._keys = list(keys)
         self._matrix = np.stack([self._cache[key] for key in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
 
-    def search(self, query: str, limit: int) -> list[tuple[int, float]]:
-        """Positions in the searchable set with their cosine similarity to `query`, best first."""
+    def scores(self, query: str) -> Vectors:
+        """Cosine similarity of `query` to every chunk of the searchable set, in its order."""
         if not self._keys:
-            return []
-        scores = self._matrix @ self.embedder.query(query)
-        limit = min(limit, len(scores))
-        top = np.argpartition(-scores, limit - 1)[:limit]
-        top = top[np.argsort(-scores[top])]
-        return [(int(i), float(scores[i])) for i in top]
+            return np.zeros(0, dtype=np.float32)
+        return self._matrix @ self.embedder.query(query)
+
+
+def top(scores: Vectors, limit: int, among: npt.NDArray[np.bool_] | None = None) -> list[int]:
+    """Positions of the `limit` highest scores (only where `among` is true, when given), best first."""
+    if among is not None:
+        scores = np.where(among, scores, -np.inf)
+    limit = min(limit, len(scores) if among is None else int(among.sum()))
+    if limit <= 0:
+        return []
+    best = np.argpartition(-scores, limit - 1)[:limit]
+    return [int(i) for i in best[np.argsort(-scores[best])]]
 
     @property
     def cached(self) -> int:

@@ -145,7 +145,9 @@ async def test_watcher_indexes_new_files_without_a_search(memory_server: MemoryS
 
 
 async def test_cjk_query_finds_a_chinese_note(memory_server: MemoryServer, workspace: Path):
-    (workspace / "memory" / "2025-04-01.md").write_text("- 我明天要去北京开会。\n- 周五和小王吃火锅。\n", encoding="utf-8")
+    (workspace / "memory" / "2025-04-01.md").write_text(
+        "- 我明天要去北京开会。\n- 周五和小王吃火锅。\n", encoding="utf-8"
+    )
     async with Client(memory_server()) as client:
         results = await search(client, "北京")
         hotpot = await search(client, "火锅", max_results=1)
@@ -218,7 +220,9 @@ async def test_two_clients_appending_at_once_lose_nothing(memory_server: MemoryS
         results = await search(first, "second note number 5", max_results=1)
     lines = (workspace / "memory" / "shared.md").read_text(encoding="utf-8").splitlines()
     for who in ("first", "second"):
-        assert [line for line in lines if line.startswith(f"- {who} ")] == [f"- {who} note number {i}" for i in range(6)]
+        assert [line for line in lines if line.startswith(f"- {who} ")] == [
+            f"- {who} note number {i}" for i in range(6)
+        ]
     assert "second note number 5" in results[0]["snippet"]
 
 
