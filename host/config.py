@@ -47,7 +47,8 @@ class ProviderProfile:
 
     @property
     def label(self) -> str:
-        return self.name or f"{self.kind}:{self.model}"
+        base = f"{self.kind}:{self.model}"
+        return f"{base} ({self.name})" if self.name else base
 
 
 @dataclass(frozen=True)
