@@ -151,3 +151,29 @@ async def test_a_server_event_item_is_handled_once_even_if_delivered_twice(tmp_p
     assert first == "Reminder: stretch." and again is None
     assert len(provider.seen) == 1
     assert [text for _, text in channel.sent] == ["Reminder: stretch."]
+
+
+async def test_host_tools_reject_bad_arguments_with_a_clear_error(tmp_path: Path, channel: RecordingChannel):
+    provider = (
+        ScriptedProvider()
+        .call(("a", "ask_user", {"question": "  "}), ("m", "message", {}), ("x", "nonexistent", {}))
+        .say("ok")
+    )
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=1)
+
+    await gateway.process(Event("message", "go", ROOM))
+
+    results = {m.tool_call_id: m for m in provider.seen[1]["messages"] if m.role == "tool"}
+    assert "non-empty 'question'" in results["a"].content and results["a"].is_error
+    assert "non-empty 'text'" in results["m"].content and results["m"].is_error
+    assert "unknown tool 'nonexistent'" in results["x"].content
+
+
+async def test_message_to_an_unknown_channel_is_an_error_result(tmp_path: Path, channel: RecordingChannel):
+    provider = ScriptedProvider().call(("m", "message", {"text": "hi", "channel": "carrier-pigeon"})).say("ok")
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=1)
+
+    await gateway.process(Event("message", "go", ROOM))
+
+    result = provider.seen[1]["messages"][-1]
+    assert result.is_error and "no channel named 'carrier-pigeon'" in result.content

@@ -87,7 +87,9 @@ async def test_failover_names_every_failed_profile():
         )
         async with httpx.AsyncClient() as client:
             providers = [create(ProviderProfile("openai", m, llm.url, name=m), client) for m in ("one", "two")]
-            with pytest.raises(AllProvidersFailed, match=r"openai:one \(one\): HTTP 401: bad key; openai:two \(two\): HTTP 400: nope"):
+            with pytest.raises(
+                AllProvidersFailed, match=r"openai:one \(one\): HTTP 401: bad key; openai:two \(two\): HTTP 400: nope"
+            ):
                 await FailoverProvider(providers).complete("", HISTORY, [])
 
 
