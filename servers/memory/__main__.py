@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 
+from rich.console import Console
 from rich.progress import Progress
 
 from hermitcrab.servers._common.serve import serve
@@ -28,15 +29,26 @@ def _parser() -> argparse.ArgumentParser:
         prog="hermitcrab-memory",
         description="Markdown long-term memory with hybrid (BM25 + vector) search, as an MCP server.",
     )
-    parser.add_argument("--workspace", type=Path, help="folder holding MEMORY.md and memory/ "
-                        "(default: $HERMITCRAB_HOME/workspace)")
-    parser.add_argument("--state", type=Path, help="where the rebuildable index lives "
-                        "(default: $HERMITCRAB_HOME/state/memory)")
+    parser.add_argument(
+        "--workspace", type=Path, help="folder holding MEMORY.md and memory/ (default: $HERMITCRAB_HOME/workspace)"
+    )
+    parser.add_argument(
+        "--state", type=Path, help="where the rebuildable index lives (default: $HERMITCRAB_HOME/state/memory)"
+    )
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER, help=EMBEDDER_HELP)
-    parser.add_argument("--extra-path", type=Path, action="append", default=[],
-                        help="another Markdown file or folder to index (repeatable)")
-    parser.add_argument("--search", choices=["hybrid", "text", "vector"], default="hybrid",
-                        help="which legs to rank with (text-only and vector-only are for comparison)")
+    parser.add_argument(
+        "--extra-path",
+        type=Path,
+        action="append",
+        default=[],
+        help="another Markdown file or folder to index (repeatable)",
+    )
+    parser.add_argument(
+        "--search",
+        choices=["hybrid", "text", "vector"],
+        default="hybrid",
+        help="which legs to rank with (text-only and vector-only are for comparison)",
+    )
     parser.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     return parser
 
@@ -47,8 +59,7 @@ def _progress_bar() -> Callable[[int], Callable[[int], None]] | None:
         return None
 
     def start(total: int) -> Callable[[int], None]:
-        bar = Progress(transient=True, console=None, redirect_stdout=False, redirect_stderr=False)
-        bar.console.stderr = True
+        bar = Progress(transient=True, console=Console(stderr=True), redirect_stdout=False, redirect_stderr=False)
         task = bar.add_task("embedding memory", total=total)
         bar.start()
         done = 0
@@ -73,14 +84,6 @@ def _settings(mode: str) -> RankSettings:
     return RankSettings()
 
 
-@contextmanager
-def _clean_exit() -> Iterator[None]:
-    try:
-        yield
-    except KeyboardInterrupt:
-        pass
-
-
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     home = _home()
@@ -96,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
         settings=_settings(args.search),
         progress=_progress_bar(),
     )
-    with _clean_exit():
+    with suppress(KeyboardInterrupt):
         serve(server, args.http)
 
 

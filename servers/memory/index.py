@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from filelock import FileLock
@@ -44,14 +44,14 @@ class FileRecord:
     digest: str
     chunks: list[Chunk]
     date: dt.date | None
-    embed_texts: list[str] = field(default_factory=list)
-    keys: list[str] = field(default_factory=list)
+    embed_texts: list[str] = field(default_factory=list[str])
+    keys: list[str] = field(default_factory=list[str])
 
 
 @dataclass
 class SyncReport:
-    changed: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list[str])
+    removed: list[str] = field(default_factory=list[str])
     embedded: int = 0
     seconds: float = 0.0
 
@@ -125,6 +125,7 @@ class MemoryIndex:
             report.embedded = self._embed(progress)
             self._write_meta()
             report.changed, report.removed = sorted(stale), sorted(set(gone))
+        self.lexical.refresh()  # another process may have committed the documents of these files
         self._reorder()
         self.last_sync = time.time()
         report.seconds = time.perf_counter() - started
@@ -157,7 +158,7 @@ class MemoryIndex:
 
     def _lexical_rows(self, rel: str) -> list[tuple[str, str, str, str]]:
         chunks = self.files[rel].chunks
-        rows = []
+        rows: list[tuple[str, str, str, str]] = []
         for i, chunk in enumerate(chunks):
             span = self.settings.near_span
             near = " ".join(chunks[j].text for j in range(i - span, i + span + 1) if j != i and 0 <= j < len(chunks))
@@ -183,10 +184,12 @@ class MemoryIndex:
     def _read_meta(self) -> dict[str, Any]:
         path = self.state / "meta.json"
         try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
+            meta: Any = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
-        return meta if isinstance(meta, dict) and meta.get("version") == META_VERSION else {}
+        if not isinstance(meta, dict) or meta.get("version") != META_VERSION:  # pyright: ignore[reportUnknownMemberType]  # JSON from disk
+            return {}
+        return cast(dict[str, Any], meta)
 
     def _write_meta(self) -> None:
         entries = {rel: {"digest": r.digest, "chunks": len(r.chunks)} for rel, r in self.files.items()}
@@ -198,20 +201,22 @@ class MemoryIndex:
         return f"{LEXICAL_VERSION}/near{self.settings.near_span}"
 
     def reset(self) -> None:
-        """Forget the derived state (used when it is found corrupt mid-run)."""
+        """Delete the derived state, for a rebuild from the files after it was found corrupt mid-run."""
         with self._lock:
             for name in ("tantivy", "lancedb", "meta.json"):
                 target = self.state / name
                 if target.is_dir():
-                    shutil.rmtree(target)
+                    shutil.rmtree(target, ignore_errors=True)
                 else:
                     target.unlink(missing_ok=True)
 
     # -- searching -------------------------------------------------------------------------------------------
 
-    def search(self, query: str, limit: int, min_score: float = 0.0, today: dt.date | None = None) -> list[dict[str, object]]:
+    def search(
+        self, query: str, limit: int, min_score: float = 0.0, today: dt.date | None = None
+    ) -> list[dict[str, object]]:
         """Up to `limit` result windows for `query`, best first, each as the dict `memory_search` returns."""
-        fused = self._smooth(fuse(self._legs(query), self.settings.rrf_k))
+        fused = fuse(self._legs(query), self.settings.rrf_k)
         today = today or dt.date.today()
         ranked: list[tuple[str, int, float]] = []
         for chunk_id, score in fused.items():
@@ -234,7 +239,9 @@ class MemoryIndex:
         if scores is not None:
             legs.append(([self._chunk_id(pos) for pos in top(scores, n)], settings.vector_weight))
         ranges = ranges_in(query)
-        dated = [rel for rel, record in self.files.items() if record.date and any(r.contains(record.date) for r in ranges)]
+        dated = [
+            rel for rel, record in self.files.items() if record.date and any(r.contains(record.date) for r in ranges)
+        ]
         if dated:
             legs.append((self._text_leg(query, n, dated), settings.date_weight * settings.text_weight))
             if scores is not None:
@@ -243,21 +250,6 @@ class MemoryIndex:
                 ids = [self._chunk_id(pos) for pos in top(scores, n, among)]
                 legs.append((ids, settings.date_weight * settings.vector_weight))
         return legs
-
-    def _smooth(self, fused: dict[str, float]) -> dict[str, float]:
-        """Lend each chunk part of its neighbours' scores: an exchange that matches as a whole ranks higher."""
-        share = self.settings.neighbour_share
-        if share <= 0:
-            return fused
-        smoothed = dict(fused)
-        for chunk_id, score in fused.items():
-            rel, i = self._ids[chunk_id]
-            chunks = self.files[rel].chunks
-            for j in (i - 1, i + 1):
-                if 0 <= j < len(chunks) and chunks[j].headings == chunks[i].headings:
-                    other = f"{rel}\x1f{j}"
-                    smoothed[other] = smoothed.get(other, 0.0) + share * score
-        return smoothed
 
     def _text_leg(self, query: str, limit: int, paths: list[str] | None) -> list[str]:
         hits = self.lexical.search(query, limit, self.settings.near_weight, paths)

@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import Stemmer
 import tantivy
@@ -20,23 +21,25 @@ logger = logging.getLogger(__name__)
 LEXICAL_VERSION = 1  # bump when analyze() changes: every document is then re-indexed
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_TOKEN = re.compile(rf"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)|([\u3040-\u30ff]+|[\uac00-\ud7af]+)|([^\W_{_CJK}]+)")
-_STOPWORDS = frozenset(
-    """a about above after again against all am an and any are aren as at be because been before being below
-    between both but by can could couldn d did didn do does doesn doing don down during each few for from further
-    had hadn has hasn have haven having he her here hers herself him himself his how i if in into is isn it its
-    itself just ll m me might more most must my myself no nor not now o of off on once only or other our ours
-    ourselves out over own re s same shall she should so some such t than that the their theirs them themselves
-    then there these they this those through to too under until up ve very was wasn we were weren what when where
-    which while who whom why will with won would y you your yours yourself yourselves also yes yeah oh wow hey hi
-    really thanks thank""".split()
-)
-_stemmer = Stemmer.Stemmer("english")
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(rf"([{_HAN}]+)|([\u3040-\u30ff]+|[\uac00-\ud7af]+)|([^\W_{_CJK}]+)")
+_STOPWORD_TEXT = """
+a about above after again against all am an and any are aren as at be because been before being below between
+both but by can could couldn d did didn do does doesn doing don down during each few for from further had hadn
+has hasn have haven having he her here hers herself him himself his how i if in into is isn it its itself just
+ll m me might more most must my myself no nor not now o of off on once only or other our ours ourselves out
+over own re s same shall she should so some such t than that the their theirs them themselves then there these
+they this those through to too under until up ve very was wasn we were weren what when where which while who
+whom why will with won would y you your yours yourself yourselves also yes yeah oh wow hey hi really thanks
+thank
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_stemmer: Any = Stemmer.Stemmer("english")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]  # PyStemmer ships no types
 
 
 @lru_cache(maxsize=4096)
 def _stem(word: str) -> str:
-    return _stemmer.stemWord(word)
+    return str(_stemmer.stemWord(word))
 
 
 def analyze(text: str) -> list[str]:
@@ -79,7 +82,13 @@ class LexicalIndex:
         self._index.reload()
         return self._index.searcher().num_docs
 
-    def replace(self, remove_paths: Iterable[str], add: Sequence[tuple[str, str, str, str]], clear: bool = False) -> None:
+    def refresh(self) -> None:
+        """See the latest commit, whichever process made it."""
+        self._index.reload()
+
+    def replace(
+        self, remove_paths: Iterable[str], add: Sequence[tuple[str, str, str, str]], clear: bool = False
+    ) -> None:
         """Drop every chunk of `remove_paths`, then add `(id, path, body, near)` rows, in one commit."""
         writer = self._index.writer(heap_size=32_000_000, num_threads=1)
         if clear:

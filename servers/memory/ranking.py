@@ -1,4 +1,4 @@
-"""From two ranked candidate lists to the few results a model reads: fusion, time decay, context windows, merging.
+"""From ranked candidate lists to the few results a model reads: fusion, time decay, context windows, merging.
 
 Each hit is shown with its neighbours (the reply after a question, the question before an answer) under its
 date and headings; hits that fall into one window, or touch it, become one result, so the top results are
@@ -8,7 +8,7 @@ never several copies of one exchange.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .chunking import Chunk
@@ -29,11 +29,10 @@ class RankSettings:
     neighbour_chars: int = 100  # neighbours are shown clipped to this; the hits in full
     near_weight: float = 1.0  # BM25 weight of a chunk's neighbours' words
     near_span: int = 2  # how many neighbours on each side count as its context
-    neighbour_share: float = 0.0  # part of a chunk's score lent to each neighbour
     embed_context_chars: int = 200  # embed each chunk after the start of the one before it
     embed_after_chars: int = 0
-    half_life_days: float | None = 90.0
-    decay_floor: float = 0.7
+    half_life_days: float | None = 60.0  # gentle: an old log loses at most about one place to a new one
+    decay_floor: float = 0.9
 
 
 @dataclass
@@ -109,8 +108,8 @@ def window(chunks: Sequence[Chunk], hit: int, budget: int, neighbour_chars: int)
 
 def select(
     ranked: Sequence[tuple[str, int, float]],
-    files: dict[str, Sequence[Chunk]],
-    dates: dict[str, dt.date | None],
+    files: Mapping[str, Sequence[Chunk]],
+    dates: Mapping[str, dt.date | None],
     limit: int,
     settings: RankSettings,
 ) -> list[Result]:
@@ -125,7 +124,8 @@ def select(
             inside[0].hits.add(hit)
             continue
         touching = [
-            r for r in same_file
+            r
+            for r in same_file
             if r.first <= last + 1 and first <= r.last + 1 and chunks[r.first].headings == chunks[hit].headings
         ]
         if touching:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated
@@ -22,6 +23,7 @@ from .index import MemoryIndex, ProgressFactory
 from .ranking import RankSettings
 from .watcher import Watcher
 
+logger = logging.getLogger(__name__)
 INSTRUCTIONS = (
     "Long-term memory kept as Markdown files (MEMORY.md, USER.md, memory/YYYY-MM-DD.md daily logs). "
     "Search it before answering anything about past conversations, work, decisions, dates, people, "
@@ -73,19 +75,36 @@ class Status(BaseModel):
 class _Memory:
     """The index plus the lock that makes syncs and searches from several threads take turns."""
 
-    def __init__(self, index: MemoryIndex, progress: ProgressFactory | None) -> None:
-        self.index = index
+    def __init__(self, open_index: Callable[[], MemoryIndex], progress: ProgressFactory | None) -> None:
+        self._open_index = open_index
+        self.index = open_index()
         self.progress = progress
         self.lock = threading.RLock()
 
     def sync(self) -> None:
+        """Catch up with the files; if the index breaks mid-run, rebuild it from the files once."""
         with self.lock:
             try:
                 self.index.sync(self.progress)
-            except Exception as exc:  # recorded for memory_status, then raised for the caller to see
-                self.index.last_error = f"{type(exc).__name__}: {exc}"
-                raise
+            except (OSError, ValueError, RuntimeError) as exc:
+                logger.warning("memory index failed (%s); rebuilding it from the files", exc)
+                self.index.reset()
+                warnings = [*self.index.warnings, f"index rebuilt after an error: {type(exc).__name__}: {exc}"]
+                self.index = self._open_index()
+                self.index.warnings = warnings
+                try:
+                    self.index.sync(self.progress)
+                except Exception as again:  # recorded for memory_status, then raised for the caller to see
+                    self.index.last_error = f"{type(again).__name__}: {again}"
+                    raise
             self.index.last_error = None
+
+    def sync_in_background(self) -> None:
+        """The first sync, run on a thread at start: a failure is logged and kept for memory_status."""
+        try:
+            self.sync()
+        except Exception:  # the next search retries the sync and reports the error to the model
+            logger.exception("initial memory sync failed")
 
 
 def build_server(
@@ -100,19 +119,21 @@ def build_server(
     """The memory server for `workspace`, keeping its derived index under `state`."""
     workspace.mkdir(parents=True, exist_ok=True)
     roots = memfiles.MemoryRoots(workspace.resolve(), tuple(path.resolve() for path in extra_paths))
-    memory = _Memory(MemoryIndex(roots, state, embedder, settings), progress)
+    memory = _Memory(lambda: MemoryIndex(roots, state, embedder, settings), progress)
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+    async def lifespan(_: MCPServer) -> AsyncGenerator[None]:
         watcher = Watcher([roots.workspace, *roots.extra], memory.sync) if watch else None
         if watcher is not None:
             watcher.start()
-        threading.Thread(target=memory.sync, name="memory-initial-sync", daemon=True).start()
+        first = threading.Thread(target=memory.sync_in_background, name="memory-initial-sync", daemon=True)
+        first.start()
         try:
             yield
         finally:
             if watcher is not None:
                 await anyio.to_thread.run_sync(watcher.stop)
+            await anyio.to_thread.run_sync(first.join)
 
     server = MCPServer("hermitcrab-memory", instructions=INSTRUCTIONS, lifespan=lifespan)
 
@@ -152,8 +173,9 @@ def build_server(
         chosen = all_lines[start_line - 1 : start_line - 1 + lines if lines else None]
         text = memfiles.numbered(chosen, start_line) if line_numbers else "\n".join(chosen)
         end = start_line + len(chosen) - 1 if chosen else start_line - 1
-        return FileText(path=roots.relative(target), start_line=start_line, end_line=end,
-                        total_lines=len(all_lines), text=text)
+        return FileText(
+            path=roots.relative(target), start_line=start_line, end_line=end, total_lines=len(all_lines), text=text
+        )
 
     @server.tool()
     def memory_append(
@@ -183,9 +205,11 @@ def build_server(
         index = memory.index
         pending = memfiles.discover(roots)
         known = {rel: record.stat for rel, record in index.files.items()}
-        fresh = index.last_sync is not None and all(
-            known.get(rel) == stat for rel, stat in pending.items() if rel not in index.errors
-        ) and set(known) <= set(pending)
+        fresh = (
+            index.last_sync is not None
+            and all(known.get(rel) == stat for rel, stat in pending.items() if rel not in index.errors)
+            and set(known) <= set(pending)
+        )
         last = dt.datetime.fromtimestamp(index.last_sync, dt.UTC).isoformat() if index.last_sync else None
         return Status(
             workspace=str(roots.workspace),

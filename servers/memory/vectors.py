@@ -1,3 +1,5 @@
+# pyarrow and lancedb ship without (complete) types: their values are unknown to pyright in this module only.
+# pyright: reportUnknownMemberType=false, reportUnknownVariableType=false, reportUnknownArgumentType=false
 """Chunk embeddings: persisted in lancedb keyed by content hash (one table per embedder), searched in memory.
 
 Memory collections are small (thousands to tens of thousands of chunks), where an exact dot product over a
@@ -12,11 +14,12 @@ import re
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import lancedb
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
+import pyarrow as pa  # pyright: ignore[reportMissingTypeStubs]  # ships no types
 
 from .embed import Embedder, Vectors
 
@@ -37,7 +40,7 @@ class VectorStore:
         try:
             self._db = lancedb.connect(str(directory))
             self._load()
-        except (OSError, ValueError, RuntimeError, pa.ArrowException) as exc:
+        except (OSError, ValueError, RuntimeError) as exc:  # lance and arrow errors derive from these
             logger.warning("vector cache at %s is unreadable (%s); re-embedding from the files", directory, exc)
             shutil.rmtree(directory, ignore_errors=True)
             self._db = lancedb.connect(str(directory))
@@ -49,11 +52,10 @@ class VectorStore:
     def _load(self) -> None:
         if not self._exists():
             return
-        table = self._db.open_table(self._table_name).to_arrow()
-        keys = table.column("key").to_pylist()
-        vectors = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        width = len(vectors) // max(len(keys), 1)
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(keys), width) if keys else vectors
+        table: Any = self._db.open_table(self._table_name).to_arrow()
+        keys: list[str] = table.column("key").to_pylist()
+        flat = np.asarray(table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False), np.float32)
+        matrix = flat.reshape(len(keys), len(flat) // max(len(keys), 1))
         for key, row in zip(keys, matrix, strict=True):
             self._cache[key] = row
 
@@ -82,9 +84,9 @@ class VectorStore:
         return len(todo)
 
     def _persist(self, keys: list[str], matrix: Vectors) -> None:
-        flat = pa.array(matrix.astype(np.float32).ravel(), type=pa.float32())
-        vectors = pa.FixedSizeListArray.from_arrays(flat, matrix.shape[1])
-        data = pa.table({"key": pa.array(keys, type=pa.string()), "vector": vectors})
+        flat: Any = pa.array(matrix.astype(np.float32).ravel(), type=pa.float32())
+        vectors: Any = pa.FixedSizeListArray.from_arrays(flat, matrix.shape[1])
+        data: Any = pa.table({"key": pa.array(keys, type=pa.string()), "vector": vectors})
         if self._exists():
             self._db.open_table(self._table_name).add(data)
         else:
@@ -103,6 +105,10 @@ class VectorStore:
             return np.zeros(0, dtype=np.float32)
         return self._matrix @ self.embedder.query(query)
 
+    @property
+    def cached(self) -> int:
+        return len(self._cache)
+
 
 def top(scores: Vectors, limit: int, among: npt.NDArray[np.bool_] | None = None) -> list[int]:
     """Positions of the `limit` highest scores (only where `among` is true, when given), best first."""
@@ -113,7 +119,3 @@ def top(scores: Vectors, limit: int, among: npt.NDArray[np.bool_] | None = None)
         return []
     best = np.argpartition(-scores, limit - 1)[:limit]
     return [int(i) for i in best[np.argsort(-scores[best])]]
-
-    @property
-    def cached(self) -> int:
-        return len(self._cache)

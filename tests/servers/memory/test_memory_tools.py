@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+
+from hermitcrab.servers.memory.embed import Embedder, make_embedder
 
 MemoryServer = Callable[..., MCPServer]
 
@@ -247,3 +250,51 @@ async def test_unreadable_file_is_skipped_not_fatal(memory_server: MemoryServer,
     async with Client(memory_server()) as client:
         assert await search(client, "marathon")
         assert "memory/locked.md" in (await call(client, "memory_status"))["skipped"]
+
+
+@pytest.fixture(scope="module")
+def use_embedder() -> Embedder:
+    embedder = make_embedder("use")
+    assert embedder is not None
+    return embedder
+
+
+async def test_meaning_finds_what_words_miss(memory_server: MemoryServer, workspace: Path, use_embedder: Embedder):
+    (workspace / "memory" / "errands.md").write_text(
+        "- Bought a road bike to ride to the office.\n- Sourdough starter needs feeding twice a day.\n",
+        encoding="utf-8",
+    )
+    async with Client(memory_server(embedder=use_embedder)) as client:
+        results = await search(client, "bicycle purchase", max_results=1)
+        status = await call(client, "memory_status")
+    assert "road bike" in results[0]["snippet"]
+    assert status["embedder"] == "use" and status["vectors_cached"] == status["chunks"] == 7
+
+
+async def test_changing_the_embedder_rebuilds_vectors(memory_server: MemoryServer, use_embedder: Embedder):
+    async with Client(memory_server()) as client:
+        assert (await call(client, "memory_status"))["vectors_cached"] == 0
+    async with Client(memory_server(embedder=use_embedder)) as client:
+        assert await search(client, "tea preference")
+        assert (await call(client, "memory_status"))["vectors_cached"] == 5
+
+
+async def test_an_index_broken_while_running_is_rebuilt(memory_server: MemoryServer, workspace: Path, state: Path):
+    async with Client(memory_server(watch=False)) as client:
+        assert await search(client, "garage door code")
+        shutil.rmtree(state / "tantivy")
+        (workspace / "memory" / "keys.md").write_text("- The spare key is under the blue pot.\n", encoding="utf-8")
+        results = await search(client, "spare key")
+        garage = await search(client, "garage door code")
+        status = await call(client, "memory_status")
+    assert results[0]["path"] == "memory/keys.md"
+    assert garage[0]["path"] == "MEMORY.md"
+    assert any("rebuilt" in warning for warning in status["warnings"])
+
+
+async def test_a_date_in_the_query_prefers_the_logs_of_those_days(memory_server: MemoryServer, workspace: Path):
+    for day in ("2024-01-09", "2024-03-12", "2024-06-20"):
+        (workspace / "memory" / f"{day}.md").write_text(f"- Went to the climbing gym ({day}).\n", encoding="utf-8")
+    async with Client(memory_server()) as client:
+        results = await search(client, "climbing gym in March 2024", max_results=1)
+    assert results[0]["path"] == "memory/2024-03-12.md"

@@ -6,6 +6,7 @@ import datetime as dt
 from pathlib import Path
 
 from hermitcrab.servers.memory.chunking import MAX_UNIT_CHARS, chunk_markdown
+from hermitcrab.servers.memory.dates import ranges_in
 from hermitcrab.servers.memory.files import MemoryRoots, append_entry, discover, file_date
 from hermitcrab.servers.memory.lexical import analyze
 from hermitcrab.servers.memory.ranking import RankSettings, decay, fuse, select, window
@@ -60,12 +61,12 @@ def test_daily_logs_are_dated_and_other_files_are_not():
 
 
 def test_decay_is_gentle_and_spares_undated_files():
-    settings = RankSettings(half_life_days=30, decay_floor=0.7)
+    settings = RankSettings()
     today = dt.date(2025, 6, 1)
     assert decay(None, today, settings) == 1.0
     assert decay(today, today, settings) == 1.0
-    assert abs(decay(today - dt.timedelta(days=30), today, settings) - 0.85) < 1e-9
-    assert 0.7 <= decay(dt.date(2001, 1, 1), today, settings) < 0.71
+    assert abs(decay(today - dt.timedelta(days=60), today, settings) - 0.95) < 1e-9
+    assert 0.9 <= decay(dt.date(2001, 1, 1), today, settings) < 0.901
     assert decay(dt.date(2001, 1, 1), today, RankSettings(half_life_days=None)) == 1.0
 
 
@@ -112,3 +113,18 @@ def test_append_reports_the_lines_it_wrote(tmp_path: Path):
     log.write_text(log.read_text(encoding="utf-8") + "no newline at end", encoding="utf-8")
     start, end = append_entry(log, "fourth", None, tmp_path / "state")
     assert log.read_text(encoding="utf-8").splitlines()[start - 1 : end] == ["fourth"]
+
+
+def test_dates_named_in_a_query_become_day_ranges():
+    (on_day,) = ranges_in("What movie did Joanna watch on 1 May, 2022?")
+    assert (on_day.start, on_day.end) == (dt.date(2022, 4, 28), dt.date(2022, 5, 11))
+    (month,) = ranges_in("What did she paint in July 2023?")
+    assert month.contains(dt.date(2023, 7, 31)) and month.contains(dt.date(2023, 8, 5))
+    assert not month.contains(dt.date(2024, 7, 10))
+    (any_june,) = ranges_in("When did Melanie go camping in June?")
+    assert any_june.contains(dt.date(2019, 6, 15)) and not any_june.contains(dt.date(2019, 8, 15))
+    (iso,) = ranges_in("notes from 2024-03-05")
+    assert iso.contains(dt.date(2024, 3, 5))
+    (year,) = ranges_in("What did John organise in 2024?")
+    assert year.contains(dt.date(2024, 12, 31)) and not year.contains(dt.date(2023, 12, 31))
+    assert ranges_in("I may go to the march") == []

@@ -1,0 +1,169 @@
+"""LoCoMo retrieval benchmark for hermitcrab-memory, over stdio MCP, side by side with simple baselines.
+
+    .venv/bin/python bench/locomo.py                 # all conversations, all systems
+    .venv/bin/python bench/locomo.py --only 26 --systems ours,bm25
+
+Systems: `ours` (the defaults), `bm25` (`--embedder none`), `vector` (`--search vector`, same chunks),
+`classic` (OpenClaw's classic algorithm, reimplemented in-process in `_memory_openclaw.py`), and on request
+`ours-e5` (`--embedder e5`).
+Protocol: ../shared/data/locomo/README.md. Index time is the server's own first full sync; latency is
+`memory_search` measured at the client, over stdio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import _memory_locomo as locomo
+from _memory_openclaw import ClassicIndex
+
+from hermitcrab.servers.memory.embed import make_embedder
+
+SYSTEMS = {
+    "ours": [],
+    "bm25": ["--embedder", "none"],
+    "vector": ["--search", "vector"],
+    "ours-e5": ["--embedder", "e5"],  # not in the default run: the slower, slightly better embedder
+}
+
+
+@dataclass
+class Tally:
+    """Per-system totals over every question of every conversation."""
+
+    questions: int = 0
+    hit6: int = 0
+    hit10: int = 0
+    all6: int = 0
+    chars6: int = 0
+    latencies: list[float] = field(default_factory=list)
+    index_seconds: list[float] = field(default_factory=list)
+    by_category: dict[int, list[bool]] = field(default_factory=dict)
+
+    def add(self, question: locomo.Question, snippets: list[str]) -> None:
+        hit6, all6 = locomo.score(snippets, question, 6)
+        self.questions += 1
+        self.hit6 += hit6
+        self.all6 += all6
+        self.hit10 += locomo.score(snippets, question, 10)[0]
+        self.chars6 += sum(len(snippet) for snippet in snippets[:6])
+        self.by_category.setdefault(question.category, []).append(hit6)
+
+    def row(self, name: str, over: str) -> str:
+        n = max(self.questions, 1)
+        lat = sorted(self.latencies)
+        p50 = f"{statistics.median(lat) * 1000:.1f}" if lat else "-"
+        p99 = f"{lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000:.1f}" if lat else "-"
+        index = (
+            f"{statistics.mean(self.index_seconds):.2f} / {max(self.index_seconds):.2f}" if self.index_seconds else "-"
+        )
+        return (
+            f"| {name} | {self.hit6 / n:.3f} | {self.hit10 / n:.3f} | {self.all6 / n:.3f} | {self.chars6 / n:.0f} "
+            f"| {index} | {p50} | {p99} | {over} |"
+        )
+
+
+async def run_server(
+    name: str, flags: list[str], workspace: Path, state: Path, questions: list[locomo.Question], tally: Tally
+) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "hermitcrab.servers.memory", "--workspace", str(workspace), "--state", str(state), *flags],
+    )
+    async with Client(params) as client:
+        await client.call_tool("memory_search", {"query": "warm up"})  # waits for the first full index
+        status = (await client.call_tool("memory_status", {})).structured_content or {}
+        tally.index_seconds.append(float(status.get("last_sync_seconds", 0.0)))
+        for question in questions:
+            started = time.perf_counter()
+            result = await client.call_tool("memory_search", {"query": question.text, "max_results": 10})
+            tally.latencies.append(time.perf_counter() - started)
+            results: list[dict[str, Any]] = (result.structured_content or {}).get("results", [])
+            tally.add(question, [item["snippet"] for item in results])
+        await check_append_is_found(client, name)
+
+
+async def check_append_is_found(client: Client, name: str) -> None:
+    """A single appended line must be searchable on the very next call."""
+    await client.call_tool("memory_append", {"text": "- Zanzibar ferry tickets are in the blue folder."})
+    found = await client.call_tool("memory_search", {"query": "where are the Zanzibar ferry tickets", "max_results": 1})
+    results = (found.structured_content or {}).get("results", [])
+    if not results or "Zanzibar" not in results[0]["snippet"]:
+        print(f"  !! {name}: an appended line was not found on the next search", file=sys.stderr)
+
+
+def run_classic(workspace: Path, questions: list[locomo.Question], tally: Tally, embedder_name: str) -> None:
+    embedder = make_embedder(embedder_name)
+    assert embedder is not None, "the classic reference needs an embedder"
+    started = time.perf_counter()
+    index = ClassicIndex(workspace, embedder)
+    tally.index_seconds.append(time.perf_counter() - started)
+    for question in questions:
+        began = time.perf_counter()
+        snippets = index.search(question.text, 10)
+        tally.latencies.append(time.perf_counter() - began)
+        tally.add(question, snippets)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help="comma-separated conversation ids (default: all)")
+    parser.add_argument("--systems", default="ours,bm25,vector,classic")
+    parser.add_argument("--classic-embedder", default="e5", help="embedder of the OpenClaw-classic reference")
+    args = parser.parse_args()
+    names = args.only.split(",") if args.only else locomo.conversations()
+    systems = args.systems.split(",")
+    tallies = {system: Tally() for system in systems}
+    for name in names:
+        data = locomo.load(name)
+        with tempfile.TemporaryDirectory(prefix=f"locomo-{name}-") as tmp:
+            workspace = Path(tmp) / "workspace"
+            turns = locomo.build_workspace(data, workspace)
+            questions = locomo.questions(data, turns)
+            for system in systems:
+                began = time.perf_counter()
+                if system == "classic":
+                    run_classic(workspace, questions, tallies[system], args.classic_embedder)
+                else:
+                    copy = Path(tmp) / f"workspace-{system}"
+                    locomo.build_workspace(data, copy)
+                    anyio.run(
+                        run_server,
+                        system,
+                        SYSTEMS[system],
+                        copy,
+                        Path(tmp) / f"state-{system}",
+                        questions,
+                        tallies[system],
+                    )
+                print(
+                    f"conversation {name}: {system} done in {time.perf_counter() - began:.1f}s "
+                    f"({len(questions)} questions)",
+                    file=sys.stderr,
+                )
+    print(f"\nLoCoMo, {len(names)} conversations, {tallies[systems[0]].questions} questions (categories 1-4)\n")
+    print("| system | hit@6 | hit@10 | all-evidence@6 | chars@6 | index s (mean / max) | p50 ms | p99 ms | via |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for system in systems:
+        over = "in-process" if system == "classic" else "stdio MCP"
+        print(tallies[system].row(system, over))
+    ours = tallies.get(systems[0])
+    if ours is not None:
+        parts = [f"{c}: {sum(v) / len(v):.2f} ({len(v)})" for c, v in sorted(ours.by_category.items())]
+        print(f"\n{systems[0]} hit@6 by category: " + ", ".join(parts))
+
+
+if __name__ == "__main__":
+    main()
