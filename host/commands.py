@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from .agent import Agent
+from .compaction import compact
 from .events import Event
 from .persona import load_persona
 from .pool import ServerHandle
@@ -50,6 +51,14 @@ async def context(agent: Agent, event: Event) -> str:
     return "\n".join(lines)
 
 
+async def compact_now(agent: Agent, event: Event) -> str:
+    session = agent.session(event.session_key)
+    replaced = await compact(session, agent.provider, agent.settings.agent.keep_recent_tokens)
+    if not replaced:
+        return "Nothing to compact yet."
+    return f"Compacted {replaced} earlier entries into a summary; the latest turns stay verbatim."
+
+
 async def help_text(agent: Agent, event: Event) -> str:
     return "Commands: " + ", ".join(sorted(COMMANDS))
 
@@ -59,6 +68,7 @@ COMMANDS: dict[str, Command] = {
     "/reset": new_session,
     "/status": status,
     "/context": context,
+    "/compact": compact_now,
     "/help": help_text,
 }
 

@@ -81,6 +81,9 @@ class AgentSettings:
     max_tool_result_chars: int = 20_000
     ask_timeout_s: float = 300.0
     timezone: str | None = None
+    context_window_tokens: int = 128_000
+    reserve_tokens: int = 20_000
+    keep_recent_tokens: int = 20_000
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,9 @@ class _AgentEntry(BaseModel):
     max_tool_result_chars: int = Field(default=20_000, gt=100)
     ask_timeout_s: float = Field(default=300.0, gt=0)
     timezone: str | None = None
+    context_window_tokens: int = Field(default=128_000, ge=4_000)
+    reserve_tokens: int = Field(default=20_000, ge=0)
+    keep_recent_tokens: int = Field(default=20_000, ge=0)
 
 
 class _ConfigFile(BaseModel):
@@ -189,7 +195,7 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
         home=home,
         providers=_providers(config.providers, env),
         servers=tuple(_server(name, entry) for name, entry in entries.items() if not entry.disabled),
-        agent=AgentSettings(agent.max_iterations, agent.max_tool_result_chars, agent.ask_timeout_s, agent.timezone),
+        agent=AgentSettings(**agent.model_dump()),
     )
 
 

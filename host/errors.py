@@ -4,6 +4,7 @@ HermitcrabError
  ├── ConfigError            config.toml or the environment is missing or wrong
  ├── ProviderError          an LLM provider failed
  │    ├── RetryableProviderError   429, 5xx, timeouts: worth another try
+ │    ├── ContextOverflowError     the conversation no longer fits the model's window: compact, then retry
  │    └── AllProvidersFailed       every configured profile failed
  └── ToolServerError        an MCP server could not be started or reached
 """
@@ -33,6 +34,10 @@ class RetryableProviderError(ProviderError):
     def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(message, status=status)
         self.retry_after = retry_after
+
+
+class ContextOverflowError(ProviderError):
+    """The provider refused the request because the conversation is longer than its context window."""
 
 
 class AllProvidersFailed(ProviderError):

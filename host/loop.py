@@ -9,7 +9,9 @@ from typing import Any, Protocol
 
 import anyio
 
+from .compaction import compact, estimate_tokens
 from .config import AgentSettings
+from .errors import ContextOverflowError
 from .pool import ToolOutcome
 from .providers.base import Message, Provider, ToolCall, ToolSpec, Usage
 from .session import Session
@@ -60,8 +62,14 @@ async def run_turn(
     context_chars = 0
     while calls < settings.max_iterations:
         calls += 1
+        if estimate_tokens(system, messages) > settings.context_window_tokens - settings.reserve_tokens:
+            messages = await _compacted(session, provider, settings, messages)
         context_chars = len(system) + sum(len(m.content) for m in messages)
-        completion = await provider.complete(system, messages, specs)
+        try:
+            completion = await provider.complete(system, messages, specs)
+        except ContextOverflowError:
+            messages = await _compacted(session, provider, settings, messages, required=True)
+            completion = await provider.complete(system, messages, specs)
         usage = usage + completion.usage
         session.usage = session.usage + completion.usage
         answer = completion.message
@@ -85,6 +93,17 @@ async def run_turn(
             messages.append(Message("tool", text, tool_call_id=call.id, is_error=outcome.is_error))
     silent = reply.strip() in SILENT_REPLIES
     return TurnResult(None if silent else reply, usage, calls, context_chars)
+
+
+async def _compacted(
+    session: Session, provider: Provider, settings: AgentSettings, messages: list[Message], *, required: bool = False
+) -> list[Message]:
+    """The session's messages after compaction; when nothing could be compacted, the same messages (or an error)."""
+    if await compact(session, provider, settings.keep_recent_tokens):
+        return session.messages()
+    if required:
+        raise ContextOverflowError("the current turn alone is longer than the model's context window")
+    return messages
 
 
 async def _run_tools(toolbox: Toolbox, calls: Sequence[ToolCall], on_tool: Activity | None) -> list[ToolOutcome]:

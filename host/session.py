@@ -16,6 +16,7 @@ from .providers.base import Message, ToolCall, Usage
 logger = logging.getLogger(__name__)
 
 INTERRUPTED = "[no result: the host stopped before this tool call finished]"
+SUMMARY_HEADER = "[Summary of the earlier part of this conversation, written when it was compacted]"
 
 
 class Transcript:
@@ -116,10 +117,14 @@ class SessionStore:
 
 
 def messages_from(entries: list[dict[str, Any]]) -> list[Message]:
-    """Rebuild the model's view; a tool call left without a result by a crash gets an error result."""
-    messages: list[Message] = []
+    """Rebuild the model's view: the latest compaction summary, then the entries it kept and those after it.
+
+    A tool call left without a result by a crash gets an error result, so no provider sees a dangling call.
+    """
+    summary, live = split_at_compaction(entries)
+    messages: list[Message] = [Message("user", f"{SUMMARY_HEADER}\n{summary}")] if summary else []
     pending: dict[str, str] = {}
-    for entry in entries:
+    for entry in live:
         kind = entry.get("kind")
         if kind in ("user", "assistant") and pending:
             messages.extend(_interrupted(pending))
@@ -141,6 +146,16 @@ def messages_from(entries: list[dict[str, Any]]) -> list[Message]:
             )
     messages.extend(_interrupted(pending))
     return messages
+
+
+def split_at_compaction(entries: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+    """The latest compaction's summary and the entries still shown verbatim (kept ones, then newer ones)."""
+    last = max((i for i, e in enumerate(entries) if e.get("kind") == "compaction"), default=None)
+    if last is None:
+        return None, entries
+    compaction = entries[last]
+    first_kept = next((i for i, e in enumerate(entries[:last]) if e.get("id") == compaction.get("first_kept_id")), last)
+    return str(compaction.get("summary", "")), entries[first_kept:last] + entries[last + 1 :]
 
 
 def usage_from(entries: list[dict[str, Any]]) -> Usage:

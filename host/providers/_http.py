@@ -5,6 +5,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
@@ -13,12 +14,15 @@ import anyio
 import httpx
 
 from ..config import ProviderProfile
-from ..errors import ProviderError, RetryableProviderError
+from ..errors import ContextOverflowError, ProviderError, RetryableProviderError
 
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 MAX_RETRY_AFTER_S = 60.0
+CONTEXT_OVERFLOW = re.compile(
+    r"context.{0,20}(length|window|limit)|too many tokens|prompt is too long|maximum context", re.I
+)
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -91,7 +95,10 @@ async def _post_once(
             retry_after=parse_retry_after(response.headers.get("retry-after")),
         )
     if response.is_error:
-        raise ProviderError(f"HTTP {response.status_code}: {_error_text(response)}", status=response.status_code)
+        message = f"HTTP {response.status_code}: {_error_text(response)}"
+        if response.status_code in (400, 413) and CONTEXT_OVERFLOW.search(message):
+            raise ContextOverflowError(message, status=response.status_code)
+        raise ProviderError(message, status=response.status_code)
     try:
         body: object = response.json()
     except ValueError as exc:

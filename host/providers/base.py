@@ -10,7 +10,7 @@ from typing import Any, Literal, Protocol
 import httpx
 
 from ..config import ProviderProfile
-from ..errors import AllProvidersFailed, ConfigError, ProviderError
+from ..errors import AllProvidersFailed, ConfigError, ContextOverflowError, ProviderError
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +98,8 @@ class FailoverProvider:
         for provider in self.providers:
             try:
                 return await provider.complete(system, messages, tools)
+            except ContextOverflowError:
+                raise  # another profile would overflow too; compaction is the cure
             except ProviderError as exc:
                 logger.warning("provider %s failed: %s", provider.label, exc)
                 failures.append(f"{provider.label}: {exc}")

@@ -1,0 +1,133 @@
+"""Compaction: an over-long session is summarised, recorded, and rebuilt the same way after a restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hermitcrab.host.agent import Agent
+from hermitcrab.host.compaction import compact
+from hermitcrab.host.config import AgentSettings, Settings
+from hermitcrab.host.errors import ContextOverflowError
+from hermitcrab.host.events import Event, Target
+from hermitcrab.host.gateway import Gateway
+from hermitcrab.host.loop import run_turn
+from hermitcrab.host.session import SUMMARY_HEADER, SessionStore
+from tests.support.scripted_provider import ScriptedProvider
+
+from .test_loop import Toolbox
+
+LONG = "x" * 4_000  # about 1,000 tokens
+
+
+def long_session(tmp_path: Path, turns: int):
+    session = SessionStore(tmp_path).open("main")
+    for i in range(turns):
+        session.transcript.append("user", text=f"question {i} {LONG}")
+        session.transcript.append("assistant", text="")
+        session.transcript.append("tool_call", call_id=f"c{i}", name="echo", arguments={"text": "hi"})
+        session.transcript.append("tool_result", call_id=f"c{i}", name="echo", text="hi", is_error=False)
+        session.transcript.append("assistant", text=f"answer {i} id=job-{i}")
+    return session
+
+
+async def test_older_turns_become_a_summary_and_recent_ones_stay_verbatim(tmp_path: Path):
+    session = long_session(tmp_path, turns=6)
+    provider = ScriptedProvider().say("- Tasks: job-0 .. job-3 answered")
+
+    replaced = await compact(session, provider, keep_recent_tokens=2_500)
+
+    messages = SessionStore(tmp_path).open("main").messages()
+    assert replaced == 20
+    assert messages[0].content == f"{SUMMARY_HEADER}\n- Tasks: job-0 .. job-3 answered"
+    assert [m.content.split(" ")[:2] for m in messages[1:] if m.role == "user"] == [
+        ["question", "4"],
+        ["question", "5"],
+    ]
+    assert messages[2].tool_calls[0].id == "c4" and messages[3].tool_call_id == "c4"
+    prompt = provider.seen[0]
+    assert "copy every identifier exactly" in prompt["system"].lower()
+    assert "answer 3 id=job-3" in prompt["messages"][0].content and "question 4" not in prompt["messages"][0].content
+
+
+async def test_a_second_compaction_folds_in_the_first_summary(tmp_path: Path):
+    session = long_session(tmp_path, turns=6)
+    provider = ScriptedProvider().say("first summary").say("second summary")
+
+    await compact(session, provider, keep_recent_tokens=2_500)
+    session.transcript.append("user", text=f"question 6 {LONG}")
+    session.transcript.append("assistant", text="answer 6")
+    await compact(session, provider, keep_recent_tokens=1_200)
+
+    assert "Earlier summary:\nfirst summary" in provider.seen[1]["messages"][0].content
+    assert session.messages()[0].content.endswith("second summary")
+
+
+async def test_the_loop_compacts_before_the_window_overflows(tmp_path: Path):
+    session = long_session(tmp_path, turns=8)
+    provider = ScriptedProvider().say("summary of turns 0-5").say("fresh answer")
+    settings = AgentSettings(context_window_tokens=6_000, reserve_tokens=500, keep_recent_tokens=2_500)
+
+    result = await run_turn(
+        provider=provider, toolbox=Toolbox(), session=session, system="S", user_text="next", settings=settings
+    )
+
+    assert result.reply == "fresh answer"
+    sent = provider.seen[1]["messages"]
+    assert sent[0].content.endswith("summary of turns 0-5") and sent[-1].content == "next"
+    assert sum(len(m.content) for m in sent) < 6_000 * 4
+
+
+class Overflowing(ScriptedProvider):
+    """Refuses the first real request as too long, like a provider at its context limit."""
+
+    refused: bool = False
+
+    async def complete(self, system, messages, tools):
+        if tools and not self.refused:
+            self.refused = True
+            raise ContextOverflowError("HTTP 400: maximum context length exceeded")
+        return await super().complete(system, messages, tools)
+
+
+async def test_a_context_overflow_error_compacts_and_retries_once(tmp_path: Path):
+    session = long_session(tmp_path, turns=4)
+    provider = Overflowing().say("summary").say("after retry")
+
+    result = await run_turn(
+        provider=provider, toolbox=Toolbox(), session=session, system="S", user_text="go", settings=AgentSettings()
+    )
+
+    assert result.reply == "after retry"
+    assert provider.seen[1]["messages"][0].content.endswith("summary")
+
+
+async def test_nothing_to_compact_in_a_single_turn(tmp_path: Path):
+    session = SessionStore(tmp_path).open("main")
+    session.transcript.append("user", text="only one turn")
+
+    assert await compact(session, ScriptedProvider(), keep_recent_tokens=10) == 0
+
+
+class Silent:
+    name = "test"
+
+    async def send(self, target: Target, text: str) -> None:
+        return None
+
+    async def typing(self, target: Target) -> None:
+        return None
+
+
+async def test_compact_command_reports_what_it_did(tmp_path: Path):
+    long_session(tmp_path / "sessions", turns=3)
+    provider = ScriptedProvider().say("summary")
+    settings = Settings(tmp_path, (), (), AgentSettings(keep_recent_tokens=100))
+    gateway = Gateway(
+        Agent(settings, provider, None, SessionStore(tmp_path / "sessions")), {"test": Silent()}, ask_timeout_s=1
+    )
+
+    first = await gateway.process(Event("message", "/compact", Target("test", "room")))
+    again = await gateway.process(Event("message", "/compact", Target("test", "room")))
+
+    assert first == "Compacted 10 earlier entries into a summary; the latest turns stay verbatim."
+    assert again == "Nothing to compact yet."
