@@ -128,8 +128,10 @@ def _error_text(response: httpx.Response) -> str:
         body: object = response.json()
     except ValueError:
         return response.text[:300]
-    error: object = cast(dict[str, object], body).get("error") if isinstance(body, dict) else None
+    if not isinstance(body, dict):
+        return str(cast(object, body))[:300]
+    error = cast(dict[str, object], body).get("error")
     if isinstance(error, dict):
-        message: object = cast(dict[str, object], error).get("message")
-        return str(message or error)[:300]
-    return str(error or body)[:300]
+        detail = cast(dict[str, object], error)
+        return str(detail.get("message") or detail)[:300]
+    return str(error or cast(dict[str, object], body))[:300]
