@@ -129,7 +129,7 @@ def _error_text(response: httpx.Response) -> str:
     except ValueError:
         return response.text[:300]
     if not isinstance(body, dict):
-        return str(cast(object, body))[:300]
+        return str(body)[:300]
     error = cast(dict[str, object], body).get("error")
     if isinstance(error, dict):
         detail = cast(dict[str, object], error)
