@@ -157,3 +157,15 @@ def test_ask_user_reads_the_answer_from_stdin(hermitcrab, llm):
     assert result.returncode == 0, result.stderr
     assert "Which colour?" in result.stderr
     assert llm.requests[1]["messages"][-1]["content"] == "blue"
+
+
+def test_the_api_key_lands_nowhere_on_disk_or_in_output(hermitcrab, llm, desktop_config, hermitcrab_home):
+    llm.enqueue(openai_tool_calls(("c", "fail", '{"reason": "boom"}')), Reply({"error": {"message": "nope"}}, status=400))
+
+    result = hermitcrab("ask", "--verbose", "--mcp-config", str(desktop_config()), "hi")
+
+    assert result.returncode == 1
+    assert "sk-test-secret" not in result.stdout + result.stderr
+    for path in hermitcrab_home.rglob("*"):
+        if path.is_file():
+            assert b"sk-test-secret" not in path.read_bytes(), path
