@@ -6,8 +6,9 @@
 Systems: `ours` (the defaults), `bm25` (`--embedder none`), `vector` (`--search vector`, same chunks),
 `classic` (OpenClaw's classic algorithm, reimplemented in-process in `_memory_openclaw.py`), and on request
 `ours-e5` (`--embedder e5`).
-Protocol: ../shared/data/locomo/README.md. Index time is the server's own first full sync; latency is
-`memory_search` measured at the client, over stdio.
+Protocol: ../shared/data/locomo/README.md. Index time is the server's own first full sync; hit@6, all-evidence@6,
+chars@6 and the latency (measured at the client, over stdio) come from a `memory_search` with the default 6
+results, hit@10 from a second one with 10.
 """
 
 from __future__ import annotations
@@ -52,13 +53,14 @@ class Tally:
     index_seconds: list[float] = field(default_factory=list)
     by_category: dict[int, list[bool]] = field(default_factory=dict)
 
-    def add(self, question: locomo.Question, snippets: list[str]) -> None:
-        hit6, all6 = locomo.score(snippets, question, 6)
+    def add(self, question: locomo.Question, top6: list[str], top10: list[str]) -> None:
+        """Score one question from the snippets of a 6-result and a 10-result search."""
+        hit6, all6 = locomo.score(top6, question, 6)
         self.questions += 1
         self.hit6 += hit6
         self.all6 += all6
-        self.hit10 += locomo.score(snippets, question, 10)[0]
-        self.chars6 += sum(len(snippet) for snippet in snippets[:6])
+        self.hit10 += locomo.score(top10, question, 10)[0]
+        self.chars6 += sum(len(snippet) for snippet in top6[:6])
         self.by_category.setdefault(question.category, []).append(hit6)
 
     def row(self, name: str, over: str) -> str:
@@ -88,11 +90,17 @@ async def run_server(
         tally.index_seconds.append(float(status.get("last_sync_seconds", 0.0)))
         for question in questions:
             started = time.perf_counter()
-            result = await client.call_tool("memory_search", {"query": question.text, "max_results": 10})
+            top6 = await search(client, question.text, 6)
             tally.latencies.append(time.perf_counter() - started)
-            results: list[dict[str, Any]] = (result.structured_content or {}).get("results", [])
-            tally.add(question, [item["snippet"] for item in results])
+            tally.add(question, top6, await search(client, question.text, 10))
         await check_append_is_found(client, name)
+
+
+async def search(client: Client, query: str, k: int) -> list[str]:
+    """The snippets of `memory_search` asked for `k` results, as a model would see them."""
+    result = await client.call_tool("memory_search", {"query": query, "max_results": k})
+    results: list[dict[str, Any]] = (result.structured_content or {}).get("results", [])
+    return [item["snippet"] for item in results]
 
 
 async def check_append_is_found(client: Client, name: str) -> None:
@@ -114,7 +122,7 @@ def run_classic(workspace: Path, questions: list[locomo.Question], tally: Tally,
         began = time.perf_counter()
         snippets = index.search(question.text, 10)
         tally.latencies.append(time.perf_counter() - began)
-        tally.add(question, snippets)
+        tally.add(question, snippets[:6], snippets)
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ cannot be set by the model, neither through the `env` argument nor inside the co
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 
@@ -55,11 +56,30 @@ PROTECTED = frozenset(
         "HOSTALIASES",
         "RESOLV_HOST_CONF",
         "MALLOC_CHECK_",
+        # bash evaluates values assigned to these as arithmetic, which can run `a[$(...)]` subscripts
+        "RANDOM",
+        "SRANDOM",
+        "OPTIND",
+        "HISTCMD",
+        # files that allowed programs read as configuration or code
+        "XDG_CONFIG_HOME",
+        "XDG_CONFIG_DIRS",
+        "RIPGREP_CONFIG_PATH",
+        "TEXTDOMAIN",
+        "TEXTDOMAINDIR",
+        "LOCPATH",
+        "NLSPATH",
     }
 )
-PROTECTED_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_")
+# BASH* covers BASH_ENV, BASH_FUNC_*, BASH_CMDS (the command hash table), BASH_ALIASES, BASH_LOADABLES_PATH, ...
+PROTECTED_PREFIXES = ("LD_", "DYLD_", "BASH", "GIT_")
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The character set bash reads the command line in. In GBK, Big5 or Shift-JIS a backslash or backquote can be the
+# second byte of a character, so `echo 中\;rm x` is one `echo` to the policy (which reads UTF-8) and two commands
+# to bash. Only locales whose multibyte characters never contain ASCII bytes may be set.
+CHARSET_VARIABLES = frozenset({"LC_ALL", "LC_CTYPE", "LANG"})
+_SAFE_LOCALE = re.compile(r"^(|C|POSIX|[A-Za-z0-9_@.+-]*\.(?i:utf-?8)(@[A-Za-z0-9_+-]+)?)$")
 
 # Config entries that beat a repository's own .git/config, so an allowed `git status` cannot be turned into a
 # launcher by a config file the model wrote (core.fsmonitor, hooks, pager, ssh command).
@@ -69,12 +89,29 @@ GIT_HARDENING = {
     "core.pager": "cat",
     "core.sshCommand": "ssh",
     "protocol.ext.allow": "never",
+    "protocol.allow": "never",  # then only the usual transports: no `ext::`, no `helper::` remote helpers
+    "protocol.file.allow": "always",
+    "protocol.git.allow": "always",
+    "protocol.http.allow": "always",
+    "protocol.https.allow": "always",
+    "protocol.ssh.allow": "always",
+    "safe.bareRepository": "explicit",  # a directory the model fills with HEAD, objects/, config is not a repo
     "uploadpack.packObjectsHook": "",
 }
 
 
-def is_protected(name: str) -> bool:
+def absolute_path(search_path: str) -> str:
+    """PATH without empty or relative entries: bash would search them in the working directory, where the model
+    can write, so `ls` could run `./ls` while the policy checked /usr/bin/ls."""
+    return os.pathsep.join(d for d in search_path.split(os.pathsep) if os.path.isabs(d)) or "/usr/bin:/bin"
+
+
+def is_protected(name: str, value: str | None = None) -> bool:
+    """Whether setting `name` (to `value`; None: unknown) could change which program runs, inject code into it,
+    or change how bash reads the rest of the line."""
     name = name.split("[", 1)[0]  # `PATH[0]=x` assigns PATH too
+    if name in CHARSET_VARIABLES:
+        return value is None or not _SAFE_LOCALE.match(value)
     return name in PROTECTED or name.startswith(PROTECTED_PREFIXES)
 
 
@@ -83,8 +120,8 @@ def check_overrides(env: Mapping[str, str] | None) -> str | None:
     for name, value in (env or {}).items():
         if not _NAME.match(name):
             return f"{name!r} is not a valid environment variable name"
-        if is_protected(name):
-            return f"setting {name} could change which program runs or inject code into it"
+        if is_protected(name, value):
+            return f"setting {name} could change which program runs, inject code into it or how bash reads it"
         if "\x00" in value:
             return f"the value of {name} contains a NUL byte"
     return None
@@ -93,12 +130,14 @@ def check_overrides(env: Mapping[str, str] | None) -> str | None:
 def child_environment(parent: Mapping[str, str], overrides: Mapping[str, str] | None) -> dict[str, str]:
     """The environment a command gets: the allow-listed part of `parent`, git hardening, then `overrides`."""
     env = {k: v for k, v in parent.items() if k in PASSTHROUGH or k.startswith(PASSTHROUGH_PREFIXES)}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env = {k: v for k, v in env.items() if k not in CHARSET_VARIABLES or not is_protected(k, v)}
+    env["PATH"] = absolute_path(env.get("PATH") or "/usr/local/bin:/usr/bin:/bin")
     env.setdefault("LANG", "C.UTF-8")
     env["GIT_CONFIG_COUNT"] = str(len(GIT_HARDENING))
     for index, (key, value) in enumerate(GIT_HARDENING.items()):
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
     env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_EDITOR"] = env["GIT_SEQUENCE_EDITOR"] = ":"  # never an editor the model could drive through stdin
     env.update(overrides or {})
     return env

@@ -2,22 +2,26 @@
 
 Every path goes through `resolve_inside`, which follows symlinks before comparing, so `..`, absolute paths outside
 and links that lead out are all refused; the server's own state directory is refused even when inside a root.
+Files are then opened through fsio, so a symlink swapped in after that check is not followed either.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import stat
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from hermitcrab.servers._common.files import atomic_write_text
 from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
+
+from . import fsio
 
 MAX_LINE = 2_000
 MAX_ENTRIES = 1_000
+MAX_BYTES = 32 * 1024 * 1024  # read_file/edit_file load the whole file; bigger ones are refused, not buffered
+GIT_DIR = ".git"
 _SNIFF = 8_192
 
 
@@ -26,6 +30,7 @@ class Files:
 
     def __init__(self, roots: Sequence[Path], protected: Sequence[Path] = ()) -> None:
         self.roots = list(roots)
+        self.real_roots = [root.resolve() for root in roots]
         self.protected = [p.resolve() for p in protected]
 
     def resolve(self, path: str) -> Path:
@@ -39,7 +44,8 @@ class Files:
 
     def read(self, path: str, offset: int, limit: int) -> str:
         target = self._existing_file(path)
-        data = target.read_bytes()
+        with self._opened(target.parent) as fd:
+            data = fsio.read_regular(fd, target.name, MAX_BYTES)
         if _is_binary(data[:_SNIFF]):
             raise ToolError(
                 f"{path!r} looks like a binary file ({len(data)} bytes); inspect it with exec (e.g. `file` or `xxd`)."
@@ -58,18 +64,17 @@ class Files:
         return body
 
     def write(self, path: str, content: str) -> str:
-        target = self.resolve(path)
+        target = self._writable(path)
         if target.is_dir():
             raise ToolError(f"{path!r} is a directory; give a file path.")
-        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
-        atomic_write_text(target, content)
-        if mode is not None:
-            os.chmod(target, mode)
+        with self._opened(target.parent, create=True) as fd:
+            fsio.replace(fd, target.name, content.encode("utf-8"))
         return f"Wrote {len(content.encode('utf-8'))} bytes to {target}."
 
     def edit(self, path: str, old_text: str, new_text: str, replace_all: bool) -> str:
-        target = self._existing_file(path)
-        text = target.read_text(encoding="utf-8", errors="surrogateescape")
+        target = self._writable(path, self._existing_file(path))
+        with self._opened(target.parent) as fd:
+            text = fsio.read_regular(fd, target.name, MAX_BYTES).decode("utf-8", errors="surrogateescape")
         if not old_text:
             raise ToolError("old_text is empty; give the exact text to replace.")
         count = text.count(old_text)
@@ -80,9 +85,8 @@ class Files:
                 f"old_text occurs {count} times in {path!r}; include more surrounding lines or pass replace_all=true."
             )
         updated = text.replace(old_text, new_text) if replace_all else text.replace(old_text, new_text, 1)
-        mode = stat.S_IMODE(target.stat().st_mode)
-        atomic_write_text(target, updated)
-        os.chmod(target, mode)
+        with self._opened(target.parent) as fd:
+            fsio.replace(fd, target.name, updated.encode("utf-8", errors="surrogateescape"))
         return f"Replaced {count if replace_all else 1} occurrence(s) in {target}."
 
     def list(self, path: str, depth: int) -> str:
@@ -119,6 +123,26 @@ class Files:
             raise ToolError(f"{path!r} does not exist; list_dir shows what is there.")
         if not target.is_file():
             raise ToolError(f"{path!r} is not a regular file.")
+        size = target.stat().st_size
+        if size > MAX_BYTES:
+            raise ToolError(f"{path!r} has {size} bytes, more than {MAX_BYTES}; look at parts of it with exec.")
+        return target
+
+    @contextlib.contextmanager
+    def _opened(self, directory: Path, create: bool = False) -> Generator[int]:
+        """A descriptor for the checked `directory`, reached again without following any symlink."""
+        root = next(r for r in self.real_roots if directory == r or directory.is_relative_to(r))
+        try:
+            with fsio.directory(root, directory, create) as fd:
+                yield fd
+        except fsio.PathChanged as exc:
+            raise ToolError(f"Refused: {exc}; a path changed while the file tool used it.") from exc
+
+    def _writable(self, path: str, target: Path | None = None) -> Path:
+        """`path` resolved for writing: git's own files are refused (their config can make git run programs)."""
+        target = target or self.resolve(path)
+        if GIT_DIR in target.parts or GIT_DIR in Path(path).parts:
+            raise ToolError(f"Refused: {path!r} is inside git's own files; change them with git commands instead.")
         return target
 
 

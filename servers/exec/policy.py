@@ -9,6 +9,8 @@ Anything that cannot be decided statically (a computed command name, an unparsea
 from __future__ import annotations
 
 import fnmatch
+import glob
+import itertools
 import os
 import re
 import time
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from . import environment, rules
+from .expansions import variable_name_problem
 from .shell import ParsedLine, Redirect, ShellSyntaxError, SimpleCommand, Word, parse
 
 Security = Literal["deny", "allowlist", "full"]
@@ -60,8 +63,12 @@ DEFAULT_ALLOW = (
     "test",
 )
 _SAFE_WRITE_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
+GIT_DIR = ".git"  # writes inside it (config, hooks, a `.git` file naming another dir) could make git run code
+_FD_PATH = re.compile(r"^/dev/fd/[0-9]+$")  # exactly: `/dev/fd/../../etc/x` is /etc/x
 _GLOB = re.compile(r"[*?\[]")
 _RETRY_S = 5.0
+_MAX_CWDS = 64  # directories a line's `cd`s may lead to before they count as unknown
+_MAX_GLOB = 10_000  # files a glob write target may match (each is checked)
 
 
 @dataclass(frozen=True)
@@ -233,14 +240,22 @@ class Checker:
                 cwds.append(None)
                 continue
             base = [c for c in cwds if c is not None] if not os.path.isabs(path) else ["/"]
-            cwds.extend(os.path.realpath(os.path.join(c, path)) for c in base)
+            for c in base:  # `cd -P` goes where the links lead; plain `cd` drops `l/..` as text first
+                joined = os.path.join(c, path)
+                for candidate in (os.path.realpath(joined), os.path.normpath(joined)):
+                    if candidate not in cwds:
+                        cwds.append(candidate)
+            if len(cwds) > _MAX_CWDS:
+                return [*cwds, None]
         return cwds
 
     def _check_simple(
         self, command: SimpleCommand, parsed: ParsedLine, cwds: list[str | None], approved: set[str], scan: _Scan
     ) -> None:
-        for name, _ in command.assignments:
-            if environment.is_protected(name):
+        for name, word in command.assignments:  # the word is the whole `NAME=value`
+            if "[" in name:
+                scan.miss(command.raw, f"`{name}=` has a subscript, which is evaluated as arithmetic (it can run code)")
+            if environment.is_protected(name, None if word.text is None else word.text.partition("=")[2]):
                 scan.refuse(f"`{command.raw}` sets {name}, which could change which program runs or inject code")
         for redirect in command.redirects:
             self._check_redirect(redirect, command.raw, cwds, scan)
@@ -257,7 +272,7 @@ class Checker:
         scan: _Scan,
     ) -> None:
         name_word, args = words[0], words[1:]
-        name = name_word.text
+        name = self._expand(name_word)  # `~/bin/x` runs $HOME/bin/x
         if name is None:
             scan.miss(raw, f"the command name {name_word.raw!r} is computed at run time, so it cannot be checked")
             return
@@ -266,8 +281,8 @@ class Checker:
             return
         if name in parsed.functions:
             return  # the function's body is checked where it is defined
-        if "/" in name and not name.startswith("/") and len(cwds) > 1:
-            scan.miss(raw, f"`{name}` is a relative path after a `cd`, so which file runs cannot be known")
+        if "/" in name and not name.startswith("/") and (len(cwds) > 1 or cwds[0] is None):
+            scan.miss(raw, f"`{name}` is a relative path run from a directory not known here (after `cd`, `-execdir`)")
             return
         if "/" not in name and self._check_builtin(raw, name, args, scan):
             return
@@ -282,14 +297,15 @@ class Checker:
             if reason is not None:
                 scan.miss(raw, reason)
         if base == "env":
-            for var in rules.env_assignments(base, args):
-                if environment.is_protected(var):
+            for var, value in rules.env_assignments(base, args):
+                if environment.is_protected(var, value):
                     scan.refuse(f"`{raw}` sets {var}, which could change which program runs or inject code")
         for path in rules.written_paths(base, args):
             self._check_write(path, raw, f"`{base}` writes", cwds, scan)
+        child_cwds: list[str | None] = [None] if rules.relocates(base, args) else cwds
         for child in rules.child_commands(base, args) or []:
             if child:
-                self._check_argv(raw, child, parsed, cwds, approved, scan)
+                self._check_argv(raw, child, parsed, child_cwds, approved, scan)
 
     def _resolve(self, name: str, cwd: str) -> str | None:
         key = (name, cwd if "/" in name else "")
@@ -299,6 +315,10 @@ class Checker:
 
     def _check_builtin(self, raw: str, name: str, args: list[Word], scan: _Scan) -> bool:
         """Handle shell builtins; True when `name` is one (and has been dealt with)."""
+        if name in rules.SAFE_BUILTINS or name in rules.VARIABLE_BUILTINS:
+            problem = variable_name_problem(name, [a.raw for a in args])
+            if problem is not None:
+                scan.miss(raw, problem)
         if name in rules.SAFE_BUILTINS:
             if name in ("read", "printf"):
                 for var in _read_targets(name, args):
@@ -308,8 +328,8 @@ class Checker:
         if name in rules.VARIABLE_BUILTINS:
             if name != "export" and any(_is_option(a, "n") for a in args):
                 scan.miss(raw, f"`{name} -n` makes a name reference, which can assign any variable later")
-            for var in rules.env_assignments(name, args):
-                if environment.is_protected(var):
+            for var, value in rules.env_assignments(name, args):
+                if environment.is_protected(var, value):
                     scan.refuse(f"`{raw}` sets {var}, which could change which program runs or inject code")
             return True
         if name in rules.RISKY_BUILTINS:
@@ -325,25 +345,42 @@ class Checker:
 
     def _check_write(self, word: Word, raw: str, what: str, cwds: list[str | None], scan: _Scan) -> None:
         path = self._expand(word)
+        pattern = None
         if path is None:
             path = _glob_directory(word.raw)
+            pattern = word.raw
             if path is None:
                 scan.miss(raw, f"{what} to {word.raw!r}, a path computed at run time")
                 return
-        if path in _SAFE_WRITE_TARGETS or path.startswith("/dev/fd/"):
+        if path in _SAFE_WRITE_TARGETS or _FD_PATH.match(path):
             return
         bases: list[str | None] = ["/"] if os.path.isabs(path) else cwds
         for base in bases:
             if base is None:
                 scan.miss(raw, f"{what} to the relative path {word.raw!r} after a `cd` that cannot be followed")
                 return
-            real = os.path.realpath(os.path.join(base, path))
-            if any(_inside(real, p) for p in self.protected):
-                scan.miss(raw, f"{what} to {real}, which holds the exec server's own state")
-                return
-            if not any(_inside(real, root) for root in self.roots):
-                scan.miss(raw, f"{what} to {real}, outside the allowed roots")
-                return
+            targets = [os.path.join(base, path)]
+            if pattern is not None:  # every file the glob matches now (a symlink among them may lead out)
+                matches = glob.iglob(os.path.join(glob.escape(base), pattern))
+                targets += itertools.islice(matches, _MAX_GLOB + 1)
+                if len(targets) > _MAX_GLOB:
+                    scan.miss(raw, f"{what} to {word.raw!r}, which matches too many files to check")
+                    return
+            for target in targets:
+                reason = self._write_problem(target)
+                if reason is not None:
+                    scan.miss(raw, f"{what} to {reason}")
+                    return
+
+    def _write_problem(self, path: str) -> str | None:
+        real = os.path.realpath(path)
+        if any(_inside(real, p) for p in self.protected):
+            return f"{real}, which holds the exec server's own state"
+        if not any(_inside(real, root) for root in self.roots):
+            return f"{real}, outside the allowed roots"
+        if GIT_DIR in Path(real).parts or GIT_DIR in Path(path).parts:
+            return f"{real}, inside git's own files, whose config and hooks can make git run programs"
+        return None
 
     def _expand(self, word: Word) -> str | None:
         if word.text is None:
@@ -364,10 +401,10 @@ def _inside(path: str, root: str) -> bool:
 
 def _glob_directory(raw: str) -> str | None:
     """For a plain glob such as `build/*.o`, the directory it expands in; None if the word has other expansions."""
-    if re.search(r"[$`{}~'\"\\]", raw) or not _GLOB.search(raw):
-        return None
-    prefix = raw[: _GLOB.search(raw).start()]  # type: ignore[union-attr]  # checked just above
-    return os.path.dirname(prefix) or "."
+    directory = os.path.dirname(raw)
+    if re.search(r"[$`{}~'\"\\]", raw) or not _GLOB.search(raw) or _GLOB.search(directory):
+        return None  # a glob in a directory part could walk anywhere, through any symlink
+    return directory or "."
 
 
 def _read_targets(name: str, args: list[Word]) -> list[str]:

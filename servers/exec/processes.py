@@ -14,6 +14,7 @@ from .runner import Job, Status
 
 RESULT_CHARS = 12_000  # per stream, in a tool result
 _KEEP_FINISHED = 50
+MAX_RUNNING = 32  # commands at once (foreground or background): each holds a process tree, pipes and threads
 
 
 class ExecResult(BaseModel):
@@ -59,12 +60,20 @@ class ProcessTable:
 
     def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
+        self.live: set[Job] = set()  # every started job, foreground or not, until it ends
 
     def add(self, job: Job) -> None:
         self.jobs[job.id] = job
         finished = [j for j in self.jobs.values() if j.done.is_set()]
         for old in finished[: max(0, len(finished) - _KEEP_FINISHED)]:
             del self.jobs[old.id]
+
+    def track(self, job: Job) -> None:
+        self.live.add(job)
+
+    def running(self) -> int:
+        self.live = {job for job in self.live if not job.done.is_set()}
+        return len(self.live)
 
     def get(self, session_id: str | None) -> Job | None:
         return self.jobs.get(session_id or "")

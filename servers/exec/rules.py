@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from . import gitrules
+from .options import option_use, uses
 from .shell import Word
 
 # Builtins that neither run other code nor change how later commands resolve.
@@ -80,17 +83,46 @@ RISKY_BUILTINS = {
 SUDO_LIKE = frozenset({"sudo", "doas", "su", "pkexec", "runuser", "setpriv", "chroot", "unshare", "nsenter"})
 INLINE_SHELLS = frozenset({"watch", "script", "flock", "parallel", "ssh", "xterm"})
 
-# interpreter name pattern -> (short option letters, long options) that take inline code
-_INTERPRETERS: list[tuple[re.Pattern[str], str, frozenset[str]]] = [
-    (re.compile(r"^(ba|da|z|k|mk|a|fi|tc|c|yash|rbash|)sh$|^busybox$"), "c", frozenset({"--command"})),
-    (re.compile(r"^python[0-9.]*$|^pypy[0-9.]*$"), "c", frozenset()),
-    (re.compile(r"^(node|nodejs|deno|bun)$"), "ep", frozenset({"--eval", "--print"})),
-    (re.compile(r"^perl[0-9.]*$"), "eE", frozenset()),
-    (re.compile(r"^ruby[0-9.]*$"), "e", frozenset()),
-    (re.compile(r"^php[0-9.]*$"), "rR", frozenset()),
-    (re.compile(r"^lua[0-9.]*$|^luajit$"), "e", frozenset()),
-    (re.compile(r"^(pwsh|powershell)$"), "c", frozenset({"-command", "-Command"})),
-    (re.compile(r"^(Rscript|julia|osascript|tclsh|wish|guile|sbcl|gdb)$"), "e", frozenset({"--eval", "-ex"})),
+
+@dataclass(frozen=True)
+class _Interpreter:
+    pattern: re.Pattern[str]
+    inline: str  # short options that take code, or make it read code from stdin (`-c`, `-i`, `-s`)
+    inline_long: frozenset[str] = frozenset()
+    valued: str = ""  # short options whose value is the next word (so it is not the script file)
+    valued_long: frozenset[str] = frozenset()
+    done: frozenset[str] = frozenset({"--version", "--help"})  # options after which nothing runs
+
+
+_INTERPRETERS = [
+    _Interpreter(
+        re.compile(r"^(ba|da|z|k|mk|a|fi|tc|c|yash|rbash|)sh$|^busybox$"),
+        "cis",
+        frozenset({"--command"}),
+        "oO",
+        frozenset({"--rcfile", "--init-file"}),
+    ),
+    _Interpreter(
+        re.compile(r"^python[0-9.]*$|^pypy[0-9.]*$"),
+        "ci",
+        valued="WXQ",
+        done=frozenset({"-m", "-V", "-h", "--version", "--help"}),
+    ),
+    _Interpreter(
+        re.compile(r"^(node|nodejs|deno|bun)$"),
+        "epi",
+        frozenset({"--eval", "--print", "--interactive"}),
+        "r",
+        frozenset({"--require", "--import", "--loader", "--experimental-loader", "--title", "--env-file"}),
+    ),
+    _Interpreter(re.compile(r"^perl[0-9.]*$"), "eEd", valued="Ix"),
+    _Interpreter(re.compile(r"^ruby[0-9.]*$"), "e", valued="Ir"),
+    _Interpreter(re.compile(r"^php[0-9.]*$"), "rRBEa", valued="cdz"),
+    _Interpreter(re.compile(r"^lua[0-9.]*$|^luajit$"), "ei", valued="l"),
+    _Interpreter(re.compile(r"^(pwsh|powershell)$"), "c", frozenset({"-command", "-Command"})),
+    _Interpreter(
+        re.compile(r"^(Rscript|julia|osascript|tclsh|wish|guile|sbcl|gdb)$"), "e", frozenset({"--eval", "-ex"})
+    ),
 ]
 _AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 # writers whose every positional argument is a path they create, change or delete
@@ -99,7 +131,16 @@ _MODE_WRITERS = frozenset({"chmod", "chown", "chgrp", "chattr", "setfacl"})  # f
 _COPIERS = frozenset({"cp", "mv", "ln", "install", "rsync", "scp"})  # last positional (or -t DIR) is written
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _FIND_WRITES = frozenset({"-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
-_GIT_OPTIONS = frozenset({"-c", "--config-env", "--exec-path", "--upload-pack", "--receive-pack", "-u"})
+# options of otherwise read-only tools that run a program they are given (or change the system clock)
+_RUNS_PROGRAM = {
+    "sort": ("--compress-program",),
+    "rg": ("--pre", "--hostname-bin"),
+    "file": ("-C", "--compile"),  # writes NAME.mgc into the working directory, wherever that is
+    "date": ("-s", "--set"),
+    "tree": ("-R",),  # runs tree again in every directory with `-o 00Tree.html`
+}
+# tools that write to the file given as the value of an option
+_OUTPUT_OPTIONS = {"sort": ("-o", "--output", "-T", "--temporary-directory"), "tree": ("-o",)}
 
 
 def texts(words: Sequence[Word]) -> list[str | None]:
@@ -108,33 +149,48 @@ def texts(words: Sequence[Word]) -> list[str | None]:
 
 def inline_code_reason(name: str, args: Sequence[Word]) -> str | None:
     """Why `name args` runs code that is not itself on the command line, or None."""
+    words = texts(args)
     if name in _AWKS:
-        return None if any(a.text == "-f" for a in args) else f"`{name}` runs an inline program"
+        programs = [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-f", "--file", "-E", "--exec")]
+        programs += [w.split("=", 1)[1] for w in words if w is not None and w.startswith(("--file=", "--exec="))]
+        if uses(words, ("-e", "--source")) or not programs or not all(map(_script_file, programs)):
+            return f"`{name}` runs an inline program, or one read from its input"
+        return None
     if name in INLINE_SHELLS:
         return f"`{name}` runs a command given as a string"
-    for pattern, letters, longs in _INTERPRETERS:
-        if not pattern.match(name):
-            continue
-        positional = False
-        for arg in args:
-            text = arg.text
-            if text is None:
-                return f"`{name}` has an argument computed at run time"
-            if text in longs or text.split("=", 1)[0] in longs:
-                return f"`{name} {text}` runs inline code"
-            if text.startswith("-") and not text.startswith("--") and any(ch in letters for ch in text[1:]):
-                return f"`{name} {text}` runs inline code"
-            if text in ("-m", "--version", "-V", "--help", "-h"):
-                return None
-            if text == "-":
-                break
-            if not text.startswith("-"):
-                positional = True
-                break
-        if not positional:
-            return f"`{name}` without a script file reads code from its input"
-        return None
+    interpreter = next((i for i in _INTERPRETERS if i.pattern.match(name)), None)
+    return None if interpreter is None else _interpreter_reason(name, interpreter, words)
+
+
+def _interpreter_reason(name: str, interpreter: _Interpreter, words: list[str | None]) -> str | None:
+    index = 0
+    while index < len(words):
+        text = words[index]
+        if text is None:
+            return f"`{name}` has an argument computed at run time"
+        option = text.split("=", 1)[0]
+        if option in interpreter.inline_long:
+            return f"`{name} {text}` runs inline code"
+        short = text[:1] in "-+" and not text.startswith("--") and len(text) > 1
+        if short and any(ch in interpreter.inline for ch in text[1:]):
+            return f"`{name} {text}` runs inline code"
+        if text in interpreter.done:
+            return None
+        if text == "-" or not (text.startswith("-") or short):
+            break  # `-` (stdin) or the script file
+        if text == "--":
+            index += 1
+            break
+        valued = short and len(text) == 2 and text[1] in interpreter.valued
+        index += 2 if valued or text in interpreter.valued_long else 1
+    if index >= len(words) or not _script_file(words[index]):
+        return f"`{name}` without a script file reads code from its input"
     return None
+
+
+def _script_file(path: str | None) -> bool:
+    """A file an interpreter reads code from, rather than its input or a pipe (`-`, `/dev/stdin`, `/proc/...`)."""
+    return path is not None and path != "-" and not path.startswith(("/dev/", "/proc/"))
 
 
 def special_reason(name: str, args: Sequence[Word]) -> str | None:
@@ -142,24 +198,28 @@ def special_reason(name: str, args: Sequence[Word]) -> str | None:
     words = texts(args)
     if name in SUDO_LIKE:
         return f"`{name}` runs a command as another user or in another root"
+    if name == "busybox":
+        return "`busybox` runs any of its applets (`busybox sh -c ...`)"
     if name == "git":
-        for text in words:
-            if text is None:
-                return "`git` has an argument computed at run time"
-            option = text.split("=", 1)[0]
-            if option in _GIT_OPTIONS:
-                return f"`git {option}` can make git run arbitrary programs"
-            if not text.startswith("-"):
-                if text == "config" and not ({"--get", "--list", "-l", "--get-all"} & {w or "" for w in words}):
-                    return "`git config` can make git run arbitrary programs"
-                break
+        return gitrules.reason(args)
     if name == "find":
         for text in words:
             if text in _FIND_WRITES:
                 return f"`find {text}` deletes or writes files"
-    if name == "env" and ("-S" in words or "--split-string" in words):
+    if name == "env" and uses(words, ("-S", "--split-string")):
         return "`env -S` splits a string into a command"
+    if name in _RUNS_PROGRAM and uses(words, _RUNS_PROGRAM[name]):
+        return f"`{name} {' / '.join(_RUNS_PROGRAM[name])}` runs another program, writes or sets the clock"
     return None
+
+
+def relocates(name: str, args: Sequence[Word]) -> bool:
+    """Whether the wrapped command runs in another directory (`find -execdir`, `env -C`): its relative paths
+    cannot be checked from here."""
+    words = texts(args)
+    if name == "find":
+        return any(w in ("-execdir", "-okdir") for w in words)
+    return name == "env" and uses(words, ("-C", "--chdir"))
 
 
 def child_commands(name: str, args: Sequence[Word]) -> list[list[Word]] | None:
@@ -176,22 +236,26 @@ def child_commands(name: str, args: Sequence[Word]) -> list[list[Word]] | None:
             rest = rest[1:]
     if name in _LEADING_ARGUMENT and not (name == "taskset" and "-c" in texts(words)):
         rest = rest[1:]
+    if name == "xargs" and rest:
+        rest = [*rest, Word("<arguments read from input>", None)]  # unknown: may be `-o /etc/x` or `-c k=v`
     return [rest] if rest else []
 
 
-def env_assignments(name: str, args: Sequence[Word]) -> list[str]:
-    """Variable names that `env NAME=value ...` or `export NAME=...` and friends set."""
-    names: list[str] = []
+def env_assignments(name: str, args: Sequence[Word]) -> list[tuple[str, str | None]]:
+    """(name, value) for each variable `env NAME=value ...` or `export NAME=...` and friends set; the value is
+    None when bash computes it, "" when there is none (`export NAME`)."""
+    found: list[tuple[str, str | None]] = []
     for arg in args:
         text = arg.raw if arg.text is None else arg.text
         if name == "env" and arg.text is not None and arg.text in ("-u", "--unset"):
             continue
         if text.startswith("-"):
             continue
-        names.append(text.split("=", 1)[0].rstrip("+"))
-        if name == "env" and "=" not in text:
+        var, equals, value = text.partition("=")
+        found.append((var.rstrip("+"), (value if arg.text is not None else None) if equals else ""))
+        if name == "env" and not equals:
             break
-    return names
+    return found
 
 
 def written_paths(name: str, args: Sequence[Word]) -> list[Word]:
@@ -209,36 +273,30 @@ def written_paths(name: str, args: Sequence[Word]) -> list[Word]:
                 return [Word(arg.raw, arg.text.split("=", 1)[1])]
         targets = positional[-1:]
         return targets + (positional[:-1] if name == "mv" else [])
+    if name in _OUTPUT_OPTIONS:
+        return _option_values(args, _OUTPUT_OPTIONS[name])
+    if name == "uniq":
+        return positional[1:]  # uniq INPUT OUTPUT (option values such as `-f 1` make this conservative)
     if name == "dd":
         return [Word(a.raw, a.text[3:]) for a in args if a.text is not None and a.text.startswith("of=")]
     if name == "sed" and any(a.text is not None and a.text.startswith(("-i", "--in-place")) for a in args):
         return positional[1:]
     if name == "git":
-        return _git_paths(args)
+        return gitrules.written(args)
     return []
 
 
-def _git_paths(args: Sequence[Word]) -> list[Word]:
-    """Where git writes: `-C DIR`, `--git-dir`/`--work-tree`, and the target of `git clone`/`git init`."""
-    paths: list[Word] = []
-    index = 0
-    while index < len(args):
-        text = args[index].text
-        if text in ("-C", "--git-dir", "--work-tree") and index + 1 < len(args):
-            paths.append(args[index + 1])
-            index += 2
-            continue
-        if text is not None and text.startswith(("--git-dir=", "--work-tree=")):
-            paths.append(Word(args[index].raw, text.split("=", 1)[1]))
-        elif text is None or not text.startswith("-"):
-            rest = _positionals(args[index + 1 :])
-            if text == "clone" and len(rest) >= 2:
-                paths.append(rest[1])
-            elif text == "init" and rest:
-                paths.append(rest[0])
-            break
-        index += 1
-    return paths
+def _option_values(args: Sequence[Word], options: Sequence[str]) -> list[Word]:
+    """The values given to `options` in `args` (see `_option_use`)."""
+    values: list[Word] = []
+    for index, arg in enumerate(args):
+        for option in options:
+            value = None if arg.text is None else option_use(arg.text, option)
+            if value:
+                values.append(Word(arg.raw, value))
+            elif value == "" and index + 1 < len(args):
+                values.append(args[index + 1])
+    return values
 
 
 def _positionals(args: Sequence[Word]) -> list[Word]:

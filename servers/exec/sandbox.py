@@ -37,6 +37,12 @@ SECRETS = (
 )
 
 
+# /proc/sys read-only too: a fresh /proc still writes kernel settings (and, as root, the host's hostname).
+_BASE = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys")
+# Own PID, UTS and IPC namespaces, no capabilities even when the server runs as root, gone with the server.
+_ISOLATION = ("--unshare-pid", "--unshare-uts", "--unshare-ipc", "--cap-drop", "ALL", "--die-with-parent")
+
+
 @dataclass(frozen=True)
 class Sandbox:
     bwrap: str
@@ -57,10 +63,10 @@ class Sandbox:
         for path in protected:
             if path.exists() and any(path.is_relative_to(root) for root in roots):
                 mounts.append((path, ["--ro-bind", str(path), str(path)]))
-        args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        args = [self.bwrap, *_BASE]
         for _, mount in sorted(mounts, key=lambda item: len(item[0].parts)):  # parents before what is inside them
             args += mount
-        args += ["--unshare-pid", "--die-with-parent"]
+        args += _ISOLATION
         if not self.network:
             args.append("--unshare-net")
         args += ["--chdir", str(workdir), "--", *argv]
@@ -89,19 +95,7 @@ def probe() -> str | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap is not installed (apt-get install bubblewrap)"
-    argv = [
-        bwrap,
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--unshare-pid",
-        "--die-with-parent",
-        "true",
-    ]
+    argv = [bwrap, *_BASE, *_ISOLATION, "true"]
     try:
         result = subprocess.run(argv, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -98,11 +98,16 @@ def build_server(
         """
         note = gate.decide(approval, command, workdir, env)
         directory = gate.workdir(workdir)
+        if table.running() >= processes.MAX_RUNNING:
+            raise ToolError(
+                f"{processes.MAX_RUNNING} commands are still running; kill background ones with `process` first."
+            )
         spec = Spec(command, directory, child_environment(environ, env), timeout_s, limits, box, roots, [state])
         try:
             job = Job(spec)
         except OSError as exc:
             raise ToolError(f"Could not start bash: {exc.strerror}.") from exc
+        table.track(job)
         if background:
             hint = "Started in the background; use `process` (poll, log, write, kill) with its session_id."
         else:

@@ -17,10 +17,11 @@ import bashlex  # type: ignore[import-untyped]  # bashlex ships no type hints
 import bashlex.errors  # type: ignore[import-untyped]
 import bashlex.subst  # type: ignore[import-untyped]
 
-# Characters that make bash compute a word at run time (expansions, globs, brace expansion, tilde).
-_DYNAMIC = re.compile(r"[$`*?\[\]{}~]")
-# A parameter expansion that hides a command or process substitution bashlex does not parse.
-_HIDDEN_SUBST = re.compile(r"\$\(|`|<\(|>\(")
+from .expansions import heredoc_problem, parameter_problem
+
+# Characters that make bash compute a word at run time (expansions, globs, brace expansion, a tilde that starts
+# the word or follows `=`/`:`; `HEAD~1` is literal).
+_DYNAMIC = re.compile(r"[$`*?\[\]{}]|(?:^|[=:])~")
 # `${NAME=value}` / `${NAME:=value}` assigns NAME.
 _PARAM_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):?=")
 
@@ -96,6 +97,7 @@ class ParsedLine:
     problems: list[str] = field(default_factory=list[str])
     assigned: list[str] = field(default_factory=list[str])  # names set by `for NAME in` or `${NAME:=...}`
     functions: set[str] = field(default_factory=set[str])
+    calls: dict[str, set[str]] = field(default_factory=dict[str, set[str]])  # function -> names its body runs
 
 
 def parse(line: str) -> ParsedLine:
@@ -107,15 +109,34 @@ def parse(line: str) -> ParsedLine:
     except (bashlex.errors.ParsingError, *_PARSER_FAILURES) as exc:
         raise ShellSyntaxError(str(exc) or type(exc).__name__) from exc
     parsed = ParsedLine()
-    for tree in trees:
-        _Walker(line, parsed).visit(tree)
+    try:
+        for tree in trees:
+            _Walker(line, parsed).visit(tree)
+    except _PARSER_FAILURES as exc:  # a tree shape the walker does not know: not checkable
+        raise ShellSyntaxError(f"unexpected parse tree ({type(exc).__name__})") from exc
+    recursive = sorted(f for f in parsed.functions if f in _reachable(f, parsed.calls))
+    if recursive:
+        parsed.problems.append(f"the function {recursive[0]} calls itself; recursion can fork without bound")
     return parsed
+
+
+def _reachable(start: str, calls: dict[str, set[str]]) -> set[str]:
+    """Every name the function `start` may run, directly or through other functions."""
+    seen: set[str] = set()
+    stack = list(calls.get(start, ()))
+    while stack:
+        name = stack.pop()
+        if name not in seen:
+            seen.add(name)
+            stack.extend(calls.get(name, ()))
+    return seen
 
 
 class _Walker:
     def __init__(self, source: str, out: ParsedLine) -> None:
         self.source = source
         self.out = out
+        self.scopes: list[str] = []  # enclosing function names, and "" for loops
 
     def raw(self, node: Any) -> str:
         start, end = node.pos
@@ -123,21 +144,39 @@ class _Walker:
 
     def visit(self, node: Any) -> None:
         kind = node.kind
+        scope = None
         if kind == "command":
-            self.out.commands.append(self.command(node))
+            command = self.command(node)
+            self.out.commands.append(command)
+            function = next((s for s in reversed(self.scopes) if s), None)
+            if function is not None and command.words:
+                self.out.calls.setdefault(function, set()).add(command.words[0].text or "")
         elif kind == "function":
             self.out.functions.add(node.name.word)
-        elif kind == "for":
-            self.for_loop(node)
+            scope = node.name.word
+        elif kind in ("for", "while", "until"):
+            scope = ""
+            if kind == "for":
+                self.for_loop(node)
+        elif kind == "operator" and node.op == "&" and self.scopes:
+            self.out.problems.append("it starts background processes in a loop or function, which can multiply")
         elif kind == "parameter":
             self.parameter(node)
+        elif kind in ("word", "assignment") and not self.expansions_parsed(node):
+            self.out.problems.append(f"bashlex did not parse every expansion in {self.raw(node)!r}")
+        elif kind == "compound" and self.raw(node).startswith("(("):
+            self.out.problems.append("an arithmetic command `((...))` can run code hidden in a variable's value")
         elif kind == "redirect" and getattr(node, "heredoc", None) is not None:
             self.heredoc(node)
         redirects: list[Any] = getattr(node, "redirects", None) or []
         for redirect in redirects:
             self.out.redirects.append(self.redirect(redirect))
+        if scope is not None:
+            self.scopes.append(scope)
         for child in _children(node):
             self.visit(child)
+        if scope is not None:
+            self.scopes.pop()
 
     def command(self, node: Any) -> SimpleCommand:
         assignments: list[tuple[str, Word]] = []
@@ -164,21 +203,38 @@ class _Walker:
 
     def redirect(self, node: Any) -> Redirect:
         output = node.output
-        target = self.word(output) if not isinstance(output, int) else None
+        target = self.word(output) if hasattr(output, "pos") else None  # an fd number, or `-` for `>&-`
         if node.type in ("<<", "<<-", "<<<"):
             target = None  # reads only; here-doc bodies are checked in heredoc()
         return Redirect(node.type, target)
 
+    def expansions_parsed(self, node: Any) -> bool:
+        """Whether every `$(`, `${`, backquote and `<(`/`>(` bash would expand in the word is a node bashlex
+        parsed (and so is checked); bashlex folds some into other nodes: `~$(rm x)` is one tilde to it."""
+        starts: dict[int, int] = {}
+        stack = list(_children(node))
+        while stack:
+            child = stack.pop()
+            if child.kind in _EXPANSIONS:
+                starts[child.pos[0]] = child.pos[1]
+            stack.extend(_children(child))
+        start, end = node.pos
+        return all(index in starts for index in _expansion_openers(self.source, start, end, starts))
+
     def heredoc(self, node: Any) -> None:
         delimiter = self.raw(node.output)
         quoted = any(ch in delimiter for ch in "'\"\\")
-        if not quoted and _HIDDEN_SUBST.search(node.heredoc.value):
-            self.out.problems.append("a here-document runs a command substitution")
+        problem = None if quoted else heredoc_problem(node.heredoc.value)
+        if problem is not None:
+            self.out.problems.append(problem)
 
     def parameter(self, node: Any) -> None:
         value = getattr(node, "value", "") or ""
-        if _HIDDEN_SUBST.search(value):
-            self.out.problems.append(f"the parameter expansion ${{{value}}} hides a command substitution")
+        if not value and self.source[node.pos[1] : node.pos[1] + 1] == "'":
+            return  # bashlex reports ANSI-C quoting `$'\t'` as an empty parameter: a literal
+        problem = parameter_problem(value)
+        if problem is not None:
+            self.out.problems.append(problem)
         match = _PARAM_ASSIGN.match(value)
         if match:
             self.out.assigned.append(match.group(1))
@@ -187,6 +243,43 @@ class _Walker:
         words = [p for p in node.parts if p.kind == "word"]
         if words:
             self.out.assigned.append(words[0].word)
+
+
+_EXPANSIONS = frozenset({"parameter", "commandsubstitution", "processsubstitution"})
+
+
+def _expansion_openers(source: str, start: int, end: int, skip: dict[int, int]) -> list[int]:
+    """Offsets in `source[start:end]` (one word) where bash starts a command, process or `${` substitution:
+    outside single quotes and `$'...'`, not escaped; the spans in `skip` (parsed expansions) are jumped over."""
+    found: list[int] = []
+    index, quoted = start, False
+    while index < end:
+        char = source[index]
+        if index in skip:
+            found.append(index)
+            index = max(skip[index], index + 1)
+        elif char == "\\":
+            index += 2
+        elif not quoted and source.startswith("$'", index):
+            index = _ansi_c_end(source, index + 2, end)
+        elif not quoted and char == "'":
+            close = source.find("'", index + 1, end)
+            index = end if close < 0 else close + 1
+        elif char == '"':
+            quoted, index = not quoted, index + 1
+        elif source.startswith(("$(", "${", "<(", ">("), index) or char == "`":
+            found.append(index)
+            index += 1
+        else:
+            index += 1
+    return found
+
+
+def _ansi_c_end(source: str, index: int, end: int) -> int:
+    """Just past the `'` that closes a `$'...'` string whose body starts at `index` (`\\'` does not close it)."""
+    while index < end and source[index] != "'":
+        index += 2 if source[index] == "\\" else 1
+    return index + 1
 
 
 def _children(node: Any) -> list[Any]:

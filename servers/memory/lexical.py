@@ -7,6 +7,7 @@ always agree, and nothing depends on tokenizers that tantivy does not persist.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import shutil
 from collections.abc import Iterable, Sequence
@@ -107,20 +108,32 @@ class LexicalIndex:
         self, query: str, limit: int, near_weight: float = 0.25, paths: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
         """Chunk ids by BM25 over the chunk text plus a lighter BM25 over its neighbours (any term may match),
-        only from `paths` when given."""
+        only from `paths` when given.
+
+        Each query term is boosted by its IDF, so a term weighs IDF squared in all (the query side of tf-idf):
+        a rare, specific word ("workshop") outweighs the common ones a question is framed with ("recently",
+        a name on every line), which BM25's length normalisation otherwise lets short lines win on.
+        """
         terms = list(dict.fromkeys(analyze(query)))
         if not terms:
             return []
+        searcher = self._index.searcher()
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
         for term in terms:
-            clauses.append((tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "body", term)))
+            boost = _idf(searcher.doc_freq("body", term), searcher.num_docs)
+            body = tantivy.Query.term_query(self._schema, "body", term)
+            clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(body, boost)))
             if near_weight > 0:
                 near = tantivy.Query.term_query(self._schema, "near", term)
-                clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(near, near_weight)))
+                clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(near, near_weight * boost)))
         query_obj = tantivy.Query.boolean_query(clauses)
         if paths is not None:
             within = tantivy.Query.term_set_query(self._schema, "path", list(paths))
             query_obj = tantivy.Query.boolean_query([(tantivy.Occur.Must, within), (tantivy.Occur.Must, query_obj)])
-        searcher = self._index.searcher()
         hits = searcher.search(query_obj, limit).hits
         return [(searcher.doc(address)["id"][0], float(score)) for score, address in hits]
+
+
+def _idf(doc_freq: int, docs: int) -> float:
+    """BM25's inverse document frequency (always positive)."""
+    return math.log(1 + (docs - doc_freq + 0.5) / (doc_freq + 0.5))

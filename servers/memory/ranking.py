@@ -25,6 +25,7 @@ class RankSettings:
     text_weight: float = 1.0
     date_weight: float = 1.0  # legs restricted to the daily logs of the days a query names
     candidates: int = 60
+    layout_results: int = 8  # windows are laid out for at least this many results, whatever is asked for
     window_chars: int = 450  # the hit plus neighbours up to this size
     neighbour_chars: int = 100  # neighbours are shown clipped to this; the hits in full
     near_weight: float = 1.0  # BM25 weight of a chunk's neighbours' words
@@ -113,7 +114,13 @@ def select(
     limit: int,
     settings: RankSettings,
 ) -> list[Result]:
-    """Turn `(path, chunk index, score)` hits, best first, into at most `limit` non-overlapping windows."""
+    """Turn `(path, chunk index, score)` hits, best first, into at most `limit` non-overlapping windows.
+
+    Windows are laid out as if at least `settings.layout_results` were wanted, then cut to `limit`: hits a
+    little further down still widen the top windows they fall into or touch, and a smaller `limit` always
+    returns a prefix of a larger one.
+    """
+    wanted = max(limit, settings.layout_results)
     results: list[Result] = []
     for path, hit, score in ranked:
         chunks = files[path]
@@ -136,11 +143,10 @@ def select(
                 merged.hits.add(hit)
                 continue
             first, last = _clip(first, last, hit, touching)
-        if len(results) < limit:
-            results.append(Result(path, first, last, score, {hit}, dates.get(path)))
-        if len(results) >= limit:
+        results.append(Result(path, first, last, score, {hit}, dates.get(path)))
+        if len(results) >= wanted:
             break
-    return results
+    return results[:limit]
 
 
 def _clip(first: int, last: int, hit: int, others: Sequence[Result]) -> tuple[int, int]:

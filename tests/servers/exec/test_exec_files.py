@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,10 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 from hermitcrab.servers.exec import build_server
+from hermitcrab.servers.exec.files import Files
 
 pytestmark = pytest.mark.anyio
 
@@ -109,3 +112,58 @@ async def test_list_dir_tree(server_factory: Callable[..., MCPServer], workspace
         _, deep = await text(client, "list_dir", path=".", depth=2)
     assert "sub/" in shallow and "deep.txt" not in shallow and "a.txt  (12 B)" in shallow
     assert "    deep.txt  (2.0 KB)" in deep
+
+
+@pytest.mark.parametrize("path", [".git/config", "sub/.git", ".git/hooks/pre-commit", "cfg"])
+async def test_gits_own_files_cannot_be_written(
+    server_factory: Callable[..., MCPServer], workspace: Path, path: str
+) -> None:
+    (workspace / ".git").mkdir()
+    (workspace / ".git" / "config").write_text("[core]\n")
+    os.symlink(workspace / ".git" / "config", workspace / "cfg")
+    async with Client(server_factory()) as client:
+        for tool, extra in (
+            ("write_file", {"content": "[alias]\n"}),
+            ("edit_file", {"old_text": "[", "new_text": "x"}),
+        ):
+            is_error, message = await text(client, tool, path=path, **extra)
+            assert is_error and ("git's own files" in message or "does not exist" in message), message
+        assert (await text(client, "read_file", path=".git/config")) == (False, "     1\t[core]")
+    assert (workspace / ".git" / "config").read_text() == "[core]\n"
+
+
+async def test_huge_files_are_refused_not_loaded(server_factory: Callable[..., MCPServer], workspace: Path) -> None:
+    with open(workspace / "big.txt", "wb") as handle:
+        handle.truncate(64 * 1024 * 1024)  # sparse: no disk used
+    async with Client(server_factory()) as client:
+        for tool, extra in (("read_file", {}), ("edit_file", {"old_text": "a", "new_text": "b"})):
+            is_error, message = await text(client, tool, path="big.txt", **extra)
+            assert is_error and "look at parts of it with exec" in message
+
+
+@pytest.mark.parametrize("tool", ["read", "write", "edit"])
+def test_a_symlink_swapped_in_after_the_check_is_not_followed(workspace: Path, tmp_path: Path, tool: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.txt").write_text("secret\n")
+    (workspace / "d").mkdir()
+    (workspace / "d" / "x.txt").write_text("mine\n")
+    files = Files([workspace])
+    checked = files.resolve
+
+    def check_then_swap(path: str) -> Path:  # a background `git checkout` could do this between the two steps
+        resolved = checked(path)
+        if (workspace / "d").is_dir() and not (workspace / "d").is_symlink():
+            shutil.rmtree(workspace / "d")
+            os.symlink(outside, workspace / "d")
+        return resolved
+
+    files.resolve = check_then_swap  # type: ignore[method-assign]
+    with pytest.raises(ToolError, match="changed while"):
+        if tool == "read":
+            files.read("d/x.txt", 1, 10)
+        elif tool == "write":
+            files.write("d/x.txt", "pwned\n")
+        else:
+            files.edit("d/x.txt", "secret", "pwned", False)
+    assert (outside / "x.txt").read_text() == "secret\n"

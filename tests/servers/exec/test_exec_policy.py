@@ -103,6 +103,58 @@ BYPASSES = [
     "coproc rm x",
     "case x in a) rm x;; esac",
     "ls\x00rm",
+    # found by red-teaming: bash re-reads a variable's value as code (P='a[$(rm x)]' from `env`, a file, ...)
+    "declare -i n; n=$P",
+    "typeset -i n=$P",
+    "echo ${!P}",
+    'echo "${!P}"',
+    "echo ${P@P}",
+    "echo ${a[P]}",
+    "echo ${P:1:P}",
+    "echo ${@:P}",
+    "((x=P))",
+    'printf -v "$P" x',
+    'test -v "$P"',
+    'read "$P" < a.txt',
+    'ls & wait -n -p "$P"',
+    'declare -a a="([P]=1)"',
+    "RANDOM=$P ls",
+    "export OPTIND=$P",
+    "cat <<EOF\n${!P}\nEOF",
+    'echo $"hi"',
+    "export BASH_CMDS=x",
+    # bashlex folds what follows a `~` into one tilde node: the `$(...)` inside was never checked
+    "echo ~$(rm x)",
+    "echo ~`rm x`",
+    "echo ~${!P}",
+    # in GBK/Big5/Shift-JIS `\` can end a character: bash reads `echo 中\;rm x` as `echo 中` and `rm x`
+    "export LC_ALL=zh_CN.GBK\necho 中\\;rm x",
+    "LC_ALL=zh_CN.GBK ls",
+    "read LC_ALL < a.txt",
+    # `/dev/fd/N` is harmless, `/dev/fd/../..` is the root directory
+    "echo x >/dev/fd/../../../tmp/x",
+    # git: aliases and config it reads, options that name programs, other git directories
+    "git st",
+    "echo '[alias] x = !rm x' >> .git/config",
+    "echo 'gitdir: sub' > sub/.git",
+    "git fetch --upload-pack='rm x' .",
+    "git fetch --upload='rm x' .",
+    "git ls-remote -u 'rm x' .",
+    "git clone -c alias.x='!rm x' sub sub/y",
+    "git init --template=sub sub/z",
+    "git --git-dir=sub log",
+    "git log --output=/etc/x",
+    "git worktree move sub/wt /etc/wt",
+    "git bisect run rm x",
+    "git submodule foreach rm x",
+    "git grep -O'rm' x",
+    "git log --help",
+    "git remote-ext . 'rm x'",
+    'git fetch "$X" .',
+    # process multiplication (as root, RLIMIT_NPROC does not apply)
+    "f(){ f|f& }; f",
+    "f(){ g; }; g(){ f; }; f",
+    "while :; do ls & done",
 ]
 
 ALLOWED = [
@@ -128,6 +180,17 @@ ALLOWED = [
     "f() { ls; }; f",
     "git -C sub status",
     "git clone https://example.org/x.git sub/x",
+    "git log HEAD~1",
+    "git commit -m msg",
+    "git --git-dir=sub/.git log",
+    'echo ${x:-default} ${#x} ${x%.txt} "${arr[@]}" ${arr[0]} ${x: -1} ${!arr[@]}',
+    "read -r line < a.txt",
+    "printf -v out %s x",
+    "ls 1>&-",
+    "echo x > /dev/fd/1",
+    "LC_ALL=C ls && LANG=en_US.UTF-8 ls",
+    "ls & ls",
+    "echo $'\\t' \"$x\"",
 ]
 
 
@@ -156,9 +219,43 @@ def test_symlink_named_like_an_allowed_binary_is_not_allowed(checker: Checker, w
 
 
 @pytest.mark.parametrize(
+    "command",
+    [
+        "sort -o /etc/x a.txt",
+        "sort -ro /etc/x a.txt",
+        "sort --out=/etc/x a.txt",
+        "sort --compress-prog=rm a.txt",
+        "uniq a.txt /etc/x",
+        "cd /tmp && file -C -m a",
+        "date -s 2020-01-01",
+        "tree -R -H . /etc",
+        "find . -fprint /etc/x",
+        "find /root -maxdepth 1 -name .bashrc -execdir sort -o .bashrc a.txt \\;",  # -o is relative to /root
+    ],
+)
+def test_default_tools_cannot_write_out_or_run_programs(workspace: Path, command: str) -> None:
+    checker = Checker(Policy(), [workspace], search_path=os.environ["PATH"], home="/root")
+    assert not checker.check(command, workspace).allowed
+    assert checker.check("sort -o out.txt a.txt && uniq a.txt out2 && date +%s", workspace).allowed
+
+
+def test_a_glob_write_target_is_checked_file_by_file(checker: Checker, workspace: Path, tmp_path: Path) -> None:
+    assert checker.check("echo x > sub/*", workspace).allowed
+    assert not checker.check("echo x > */x", workspace).allowed  # `*` may be a symlink to any directory
+    os.symlink(tmp_path / "outside", workspace / "sub" / "link")
+    assert not checker.check("echo x > sub/*", workspace).allowed
+
+
+@pytest.mark.parametrize(
     "env",
     [
         {"LD_PRELOAD": "/tmp/x.so"},
+        {"XDG_CONFIG_HOME": "."},
+        {"RIPGREP_CONFIG_PATH": "rc"},
+        {"TEXTDOMAINDIR": "."},
+        {"RANDOM": "a[$(rm x)]"},
+        {"BASH_CMDS": "x"},
+        {"LC_ALL": "zh_CN.GBK"},
         {"PATH": "/tmp"},
         {"BASH_ENV": "/tmp/x"},
         {"GIT_SSH_COMMAND": "rm x"},
@@ -246,7 +343,33 @@ def generous(workspace: Path) -> Checker:
         ("awk '{print}' a.txt", False),
         ("git status", True),
         ("git --config-env=core.pager=X log", False),
+        # an option's value is not the script file; `-i`/`-s` read code from stdin (`process write` feeds it)
+        ("bash -o posix -c 'rm x'", False),
+        ("bash +O extglob -c 'rm x'", False),
+        ("bash -m -c 'rm x'", False),
+        ("bash -s", False),
+        ("python3 -W ignore -c 'import os'", False),
+        ("python3 -i script.py", False),
+        ("python3 -W ignore script.py", True),
+        ("awk -f p.awk -e 'BEGIN { system(\"rm x\") }'", False),
+        ("awk -f p.awk a.txt", True),
+        ("awk -vfoo=1 'BEGIN { system(\"rm x\") }'", False),  # `-v` takes `foo=1`: there is no `-f` here
+        ("echo 'rm x' | bash /dev/stdin", False),
+        ("awk -f - a.txt", False),
+        ("env -S'rm x'", False),
+        ("env --split='rm x'", False),
+        ("find / -execdir ./run \\;", False),
+        ("echo '-c alias.x=!rm x' | xargs git", False),  # xargs appends words nobody checked
+        ("xargs ls", True),
     ],
 )
 def test_allowed_wrappers_and_interpreters(generous: Checker, workspace: Path, command: str, allowed: bool) -> None:
     assert generous.check(command, workspace).allowed is allowed
+
+
+def test_cd_through_a_symlink_is_followed_the_way_bash_does(checker: Checker, workspace: Path) -> None:
+    (workspace / "sub" / "x" / "y").mkdir(parents=True)
+    os.symlink(workspace / "sub" / "x" / "y", workspace / "sub" / "l")
+    # bash's `cd l/../..` drops `l/..` as text and lands in the workspace; the kernel would land in sub/
+    assert not checker.check("cd l/../.. && echo x > ../escaped", workspace / "sub").allowed
+    assert checker.check("cd l/../.. && echo x > kept", workspace / "sub").allowed

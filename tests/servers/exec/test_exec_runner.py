@@ -97,3 +97,23 @@ def test_buffer_since_reports_cut_bytes() -> None:
     assert buffer.since(0) == (b"abcdevwxyz", 100)
     assert buffer.since(50) == (b"vwxyz", 55)
     assert buffer.since(108) == (b"yz", 0)
+
+
+def test_child_path_has_no_relative_entries_and_git_opens_no_editor() -> None:
+    env = child_environment({"PATH": ":.:bin:/usr/bin::/bin:"}, None)
+    assert env["PATH"] == "/usr/bin:/bin"  # bash would search the others in the working directory
+    assert env["GIT_EDITOR"] == ":" and env["GIT_SEQUENCE_EDITOR"] == ":"  # `git commit` cannot start vi
+    env = child_environment({"LANG": "zh_CN.GBK", "LC_ALL": "en_US.UTF-8", "LC_CTYPE": "ja_JP.SJIS"}, None)
+    assert (env["LANG"], env["LC_ALL"], "LC_CTYPE" in env) == ("C.UTF-8", "en_US.UTF-8", False)
+
+
+async def test_git_reads_no_bare_repository_the_model_made(workspace: Path) -> None:
+    fake = workspace / "fake"
+    for sub in ("objects", "refs"):
+        (fake / sub).mkdir(parents=True)
+    (fake / "HEAD").write_text("ref: refs/heads/main\n")
+    (fake / "config").write_text("[alias]\n\tst = !echo pwned\n")
+    job = Job(spec(workspace / "fake", "git st; git log"))
+    assert await job.wait(10)
+    assert "pwned" not in render(job.stdout, 1000).text
+    assert "safe.bareRepository" in render(job.stderr, 1000).text  # not a repository unless named explicitly

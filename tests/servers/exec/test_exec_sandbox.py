@@ -96,3 +96,11 @@ async def test_secrets_and_hermitcrab_home_are_hidden(outside: Path) -> None:
     assert "PRIVATE KEY" not in out["stdout"] and "hunter2" not in out["stdout"] and "sk-secret" not in out["stdout"]
     assert out["stdout"].split() == ["workspace"]
     assert (await run(server, "touch made && ls"))["stdout"] == "made\n"
+
+
+async def test_no_capabilities_and_kernel_settings_read_only(server_factory: Callable[..., MCPServer]) -> None:
+    # A fresh /proc kept /proc/sys writable, and as root the command held every capability: `echo x >
+    # /proc/sys/kernel/hostname` renamed the host. `test -w` only asks (access(2)), it changes nothing.
+    server = server_factory(sandbox="bwrap", security="full")
+    out = await run(server, "grep CapEff /proc/self/status; test -w /proc/sys/kernel/hostname && echo writable")
+    assert out["stdout"].split() == ["CapEff:", "0000000000000000"]

@@ -100,3 +100,26 @@ async def test_status_resource(server_factory: Callable[..., MCPServer]) -> None
     status = json.loads(result.contents[0].text)  # type: ignore[union-attr]
     assert status["security"] == "allowlist" and status["sandbox"] == "none"
     assert any(path.endswith("/ls") for path in status["allow"])
+
+
+async def test_a_payload_in_env_cannot_run_through_arithmetic(
+    server_factory: Callable[..., MCPServer], workspace: Path
+) -> None:
+    payload = {"P": "a[$(touch pwned)]"}  # bash runs the `$(...)` when it evaluates P as arithmetic
+    async with Client(server_factory(ask="off")) as client:
+        for command in ("echo ${a[P]}", "declare -i n=$P", 'printf -v "$P" x', "echo ${!P}", "((x=P))"):
+            assert "Refused" in await error(client, "exec", command=command, env=payload)
+        out = await call(client, "exec", command='echo "$P"', env=payload)
+    assert out["stdout"] == "a[$(touch pwned)]\n"  # plain expansion never runs a value
+    assert not (workspace / "pwned").exists()
+
+
+async def test_background_sessions_are_capped(server_factory: Callable[..., MCPServer]) -> None:
+    from hermitcrab.servers.exec.processes import MAX_RUNNING
+
+    async with Client(server_factory()) as client:
+        ids = [(await call(client, "exec", command="cat", background=True))["session_id"] for _ in range(MAX_RUNNING)]
+        assert "commands are still running" in await error(client, "exec", command="cat", background=True)
+        for session_id in ids:
+            await call(client, "process", action="kill", session_id=session_id)
+        assert (await call(client, "exec", command="echo ok"))["stdout"] == "ok\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 from hermitcrab.servers.memory.chunking import MAX_UNIT_CHARS, chunk_markdown
 from hermitcrab.servers.memory.dates import ranges_in
 from hermitcrab.servers.memory.files import MemoryRoots, append_entry, discover, file_date
-from hermitcrab.servers.memory.lexical import analyze
+from hermitcrab.servers.memory.lexical import LexicalIndex, analyze
 from hermitcrab.servers.memory.ranking import RankSettings, decay, fuse, select, window
 
 
@@ -49,6 +49,21 @@ def test_analyze_stems_drops_stopwords_and_splits_han():
     assert analyze("What did Caroline's kids paint?") == ["carolin", "kid", "paint"]
     assert analyze("我去北京") == ["我", "去", "北", "京", "我去", "去北", "北京"]
     assert analyze("東京でラーメン") == ["東", "京", "東京", "でラーメン"]
+
+
+def test_a_rare_query_word_outweighs_a_common_one_on_short_lines(tmp_path: Path):
+    lines = [
+        "- Ann: Is that recent? Looks fun!",
+        "- Ann: So recent, wow.",
+        "- Bo: Ann, did that happen recently?",
+        "- Ann: I went to a counseling workshop last Friday with people from the clinic, and it was really "
+        "enlightening: they talked about therapeutic methods and how to make a safe space for everyone.",
+        "- Bo: The garden looks great this spring.",
+    ]
+    index = LexicalIndex(tmp_path / "tantivy")
+    index.replace([], [(f"m.md\x1f{i}", "m.md", line, "") for i, line in enumerate(lines)])
+    hits = index.search("What workshop did Ann attend recently?", 5, near_weight=0)
+    assert hits[0][0] == "m.md\x1f3"
 
 
 def test_daily_logs_are_dated_and_other_files_are_not():
@@ -94,6 +109,17 @@ def test_hits_in_one_exchange_become_one_result():
     shown = results[0].as_dict(chunks, settings.neighbour_chars)
     assert shown["snippet"] == "- line 9\n- line 10\n- line 11\n- line 12"
     assert (shown["start_line"], shown["end_line"]) == (10, 13)
+
+
+def test_fewer_results_are_a_prefix_of_more_and_lower_hits_widen_top_windows():
+    chunks = chunk_markdown("m.md", "".join(f"- line {i}\n" for i in range(60)))
+    ranked = [("m.md", i, 1 - i / 100) for i in (5, 15, 25, 35, 45, 55, 6, 16, 26)]
+    settings = RankSettings(window_chars=20, neighbour_chars=10, layout_results=8)
+    files, dates = {"m.md": chunks}, {"m.md": None}
+    spans = [[(r.first, r.last) for r in select(ranked, files, dates, limit, settings)] for limit in (2, 6, 8)]
+    assert spans[0] == spans[1][:2] == spans[2][:2]
+    assert spans[1] == spans[2][:6]
+    assert select(ranked, files, dates, 2, settings)[0].hits == {5, 6}
 
 
 def test_discovery_skips_hidden_and_non_markdown_files(tmp_path: Path):

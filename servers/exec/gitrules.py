@@ -1,0 +1,148 @@
+"""When an allowed `git` would run another program or write outside the roots.
+
+git runs programs its configuration names (`alias.x = !cmd`, editors, diff and filter drivers, ...). Three
+layers keep an allowed `git` from becoming a launcher: the child environment pins the global knobs
+(environment.GIT_HARDENING, `GIT_EDITOR=:`), the policy refuses writes into git's own files (any `.git` path,
+see policy.py), and this module reads the command line: only known subcommands pass, without the options that
+name a program, a template or another git directory, and the paths git writes are checked against the roots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .options import option_use
+from .shell import Word
+
+# Options before the subcommand that configure git itself, or point it at code.
+_GLOBAL_RISKS = frozenset({"-c", "--config-env", "--exec-path", "--upload-pack", "--receive-pack", "-u"})
+_GLOBAL_VALUED = frozenset({"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"})
+# Subcommands that only read or change the repository (external `git-*` helpers and aliases are misses).
+_SAFE_SUBCOMMANDS = (
+    "add am annotate apply archive bisect blame branch bundle cat-file check-attr check-ignore checkout "
+    "cherry cherry-pick clean clone commit config count-objects describe diff diff-files diff-index diff-tree "
+    "fetch for-each-ref format-patch fsck gc grep hash-object init log ls-files ls-remote ls-tree merge "
+    "merge-base mv name-rev notes pull push range-diff rebase reflog remote repack reset restore rev-list "
+    "rev-parse revert rm shortlog show show-branch show-ref sparse-checkout stash status submodule switch tag "
+    "var verify-commit verify-tag version whatchanged worktree"
+)
+_SUBCOMMANDS = frozenset(_SAFE_SUBCOMMANDS.split())
+# Options (after the subcommand) that make git run a program, copy a template or use another git directory.
+_RISKY_OPTIONS = {
+    "clone": ("-c", "--config", "-u", "--upload-pack", "--template", "--separate-git-dir"),
+    "init": ("--template", "--separate-git-dir"),
+    "fetch": ("--upload-pack",),
+    "pull": ("--upload-pack",),
+    "ls-remote": ("-u", "--upload-pack"),
+    "push": ("--receive-pack", "--exec"),
+    "archive": ("--exec",),
+    "rebase": ("-x", "--exec"),
+    "grep": ("-O", "--open-files-in-pager"),
+    "apply": ("--unsafe-paths",),
+    "am": ("--exec",),
+}
+_RISKY_ACTIONS = {"bisect": "run", "submodule": "foreach"}
+# Options whose value is a path git writes.
+_OUTPUT_OPTIONS = ("-o", "--output", "--output-directory")
+_WRITES_OUTPUT = frozenset(
+    {
+        "log",
+        "diff",
+        "show",
+        "format-patch",
+        "archive",
+        "whatchanged",
+        "range-diff",
+        "diff-tree",
+        "diff-index",
+        "diff-files",
+    }
+)
+
+
+def reason(args: Sequence[Word]) -> str | None:
+    """Why `git args` needs approval, or None."""
+    sub, rest = _split(args)
+    before = args[: len(args) - len(rest) - (sub is not None)]
+    for word in before:
+        text = word.text
+        if text is None:
+            return "`git` has an argument computed at run time"
+        option = text.split("=", 1)[0]
+        if option in _GLOBAL_RISKS:
+            return f"`git {option}` can make git run arbitrary programs"
+    git_dir = _git_dir(before)
+    if git_dir is not None and (git_dir.text is None or git_dir.text.rstrip("/").rsplit("/", 1)[-1] != ".git"):
+        return f"`git --git-dir {git_dir.raw}` uses a directory whose config can make git run programs"
+    if sub is None:
+        return None
+    if sub not in _SUBCOMMANDS:
+        return f"`git {sub}` is not a subcommand known to be safe (an alias or external helper may run programs)"
+    texts = [w.text for w in rest]
+    if None in texts:
+        return f"`git {sub}` has an argument computed at run time"
+    words = [t for t in texts if t is not None]
+    if "--help" in words:
+        return "`git --help` runs the manual viewer"
+    for option in _RISKY_OPTIONS.get(sub, ()):
+        if any(option_use(w, option) is not None for w in words):
+            return f"`git {sub} {option}` can make git run a program or use files the model wrote"
+    if _RISKY_ACTIONS.get(sub) in words:
+        return f"`git {sub} {_RISKY_ACTIONS[sub]}` runs a shell command"
+    if sub == "config" and not ({"--get", "--list", "-l", "--get-all", "--get-regexp"} & set(words)):
+        return "`git config` can make git run arbitrary programs"
+    return None
+
+
+def written(args: Sequence[Word]) -> list[Word]:
+    """The paths `git args` writes: `-C`/`--work-tree`, clone/init/worktree targets, `--output` files."""
+    paths: list[Word] = []
+    index = 0
+    while index < len(args):
+        text = args[index].text
+        if text in ("-C", "--work-tree") and index + 1 < len(args):
+            paths.append(args[index + 1])
+            index += 1
+        elif text is not None and text.startswith("--work-tree="):
+            paths.append(Word(args[index].raw, text.split("=", 1)[1]))
+        index += 1
+    sub, rest = _split(args)
+    positional = [w for w in rest if w.text is None or not w.text.startswith("-")]
+    if sub == "clone" and len(positional) >= 2:
+        paths.append(positional[1])
+    elif sub == "init" and positional:
+        paths.append(positional[0])
+    elif sub == "worktree" and positional:
+        paths += positional[1:]  # `add PATH`, `move WORKTREE NEW-PATH`
+    elif sub == "bundle" and len(positional) >= 2 and positional[0].text == "create":
+        paths.append(positional[1])
+    if sub in _WRITES_OUTPUT:
+        for i, word in enumerate(rest):
+            text = word.text or ""
+            name, equals, value = text.partition("=")
+            if name in _OUTPUT_OPTIONS and equals:
+                paths.append(Word(word.raw, value))
+            elif text in _OUTPUT_OPTIONS and i + 1 < len(rest):
+                paths.append(rest[i + 1])
+    return paths
+
+
+def _split(args: Sequence[Word]) -> tuple[str | None, Sequence[Word]]:
+    """The subcommand and the words after it (None when there is no subcommand)."""
+    index = 0
+    while index < len(args):
+        text = args[index].text
+        if text is None or not text.startswith("-"):
+            return text or "(computed)", args[index + 1 :]
+        index += 2 if text in _GLOBAL_VALUED or text in _GLOBAL_RISKS else 1
+    return None, ()
+
+
+def _git_dir(args: Sequence[Word]) -> Word | None:
+    for index, word in enumerate(args):
+        text = word.text or ""
+        if text == "--git-dir" and index + 1 < len(args):
+            return args[index + 1]
+        if text.startswith("--git-dir="):
+            return Word(word.raw, text.split("=", 1)[1])
+    return None
