@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
-from .pool import McpPool, ToolOutcome, current_asker
+from .elicitation import current_asker
+from .pool import McpPool, ToolOutcome
 from .providers.base import ToolSpec
 
 ASK_USER = ToolSpec(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import json
 import logging
 import re
@@ -12,7 +11,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, Protocol, TextIO, cast
+from typing import Any, TextIO, cast
 
 import anyio
 import httpx2
@@ -23,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
 from .config import ServerConfig
+from .elicitation import ElicitationHandler
 from .providers.base import ToolSpec
 
 logger = logging.getLogger(__name__)
@@ -30,15 +30,6 @@ logger = logging.getLogger(__name__)
 MAX_BACKOFF_S = 30.0
 PROBE_INTERVAL_S = 5.0
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
-
-
-class Asker(Protocol):
-    """Puts a question to the user of the current conversation; None means no answer (timeout, no user)."""
-
-    async def __call__(self, question: str, choices: Sequence[str] | None = None) -> str | None: ...
-
-
-current_asker: contextvars.ContextVar[Asker | None] = contextvars.ContextVar("current_asker", default=None)
 
 
 @dataclass(frozen=True)
@@ -162,7 +153,7 @@ class ServerHandle:
         return Client(
             target,
             mode=config.protocol,
-            elicitation_callback=_answer_elicitation,
+            elicitation_callback=ElicitationHandler(config.name),
             message_handler=self._on_message,
             client_info=_CLIENT_INFO,
         )
@@ -315,27 +306,6 @@ async def _resource_uris(client: Client) -> list[str]:
         return []
     listing = await client.list_resources()
     return [str(resource.uri) for resource in listing.resources]
-
-
-async def _answer_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
-    """Turn a server's elicitation (e.g. an exec approval) into questions for the current conversation's user."""
-    asker = current_asker.get()
-    if asker is None or not isinstance(params, types.ElicitRequestFormParams):
-        return types.ElicitResult(action="decline")
-    properties: dict[str, Any] = dict(params.requested_schema.get("properties") or {})
-    content: dict[str, Any] = {}
-    for key, schema in properties.items():
-        field = dict(schema)
-        choices = field.get("enum") or (["yes", "no"] if field.get("type") == "boolean" else None)
-        prompt = params.message if len(properties) == 1 else f"{params.message}\n{field.get('title') or key}"
-        answer = await asker(prompt, choices)
-        if answer is None:
-            return types.ElicitResult(action="cancel")
-        content[key] = answer.strip().lower() in {"yes", "y", "true"} if field.get("type") == "boolean" else answer
-    if not properties:
-        answer = await asker(params.message, ["accept", "decline"])
-        return types.ElicitResult(action="accept" if answer and answer.lower().startswith("a") else "decline")
-    return types.ElicitResult(action="accept", content=content)
 
 
 def _is_connection_lost(exc: MCPError) -> bool:

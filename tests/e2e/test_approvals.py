@@ -82,7 +82,8 @@ async def test_a_command_off_the_allowlist_is_approved_or_denied_by_the_user(tmp
     assert result.is_error is not ran
 
 
-def test_hermitcrab_ask_forwards_the_approval_to_stdin(hermitcrab, llm, tmp_path: Path):
+@pytest.mark.parametrize(("typed", "made"), [("allow-once\n", True), ("1\n", True), ("sure, go ahead\n", False)])
+def test_hermitcrab_ask_forwards_the_approval_to_stdin(hermitcrab, llm, tmp_path: Path, typed: str, made: bool):
     root = tmp_path / "workspace"
     root.mkdir()
     desktop = tmp_path / "desktop.json"
@@ -90,9 +91,9 @@ def test_hermitcrab_ask_forwards_the_approval_to_stdin(hermitcrab, llm, tmp_path
     desktop.write_text(json.dumps({"mcpServers": {"exec": {"command": server.command, "args": list(server.args)}}}))
     llm.enqueue(openai_tool_calls(("x1", "exec", '{"command": "touch made.txt"}')), openai_text("Made it."))
 
-    result = hermitcrab("ask", "--mcp-config", str(desktop), "make a file", stdin="allow-once\n")
+    result = hermitcrab("ask", "--mcp-config", str(desktop), "make a file", stdin=typed)
 
     assert result.returncode == 0, result.stderr
-    assert "wants to run a shell command" in result.stderr
-    assert (root / "made.txt").exists()
+    assert "The exec server asks:" in result.stderr and "wants to run a shell command" in result.stderr
+    assert (root / "made.txt").exists() is made
     assert result.stdout.strip() == "Made it."

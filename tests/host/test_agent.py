@@ -77,7 +77,7 @@ class Room:
 
     async def send(self, target: Target, text: str) -> None:
         self.sent.append(text)
-        if text.startswith("Allow") and self.gateway is not None:
+        if "server asks:" in text and self.gateway is not None:
             await self.gateway.submit(Event("message", self.answer, target))
 
     async def typing(self, target: Target) -> None:
@@ -98,6 +98,6 @@ async def test_server_elicitation_is_asked_in_the_conversation_that_called_the_t
             await gateway.process(Event("message", "ship it", ROOM))
             group.cancel_scope.cancel()
 
-    assert room.sent[0].startswith("Allow deploy?") and "- allow-always" in room.sent[0]
+    assert room.sent[0].startswith("The kit server asks:\n```\nAllow deploy?\n```") and "- allow-always" in room.sent[0]
     assert provider.seen[1]["messages"][-1].content == "deploy: allow-always"
     assert room.sent[-1] == "deployed"

@@ -15,7 +15,8 @@ import anyio
 import pytest
 
 from hermitcrab.host.config import ServerConfig
-from hermitcrab.host.pool import McpPool, ServerEvent, ToolOutcome, current_asker
+from hermitcrab.host.elicitation import current_asker
+from hermitcrab.host.pool import McpPool, ServerEvent, ToolOutcome
 from tests.support.fake_llm import free_port
 
 TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
@@ -113,7 +114,9 @@ async def test_elicitation_is_answered_by_the_current_conversation():
             current_asker.reset(token)
         unanswered = await pool.call("guarded", {"action": "rm notes.txt"})
 
-    assert questions == [("Allow rm notes.txt?", ["allow-once", "allow-always", "deny"])]
+    assert questions == [
+        ("The kit server asks:\n```\nAllow rm notes.txt?\n```", ["allow-once", "allow-always", "deny"])
+    ]
     assert approved.text == "rm notes.txt: allow-once"
     assert unanswered.is_error
 
