@@ -158,7 +158,7 @@ def main() -> None:
                     )
                 print(
                     f"conversation {name}: {system} done in {time.perf_counter() - began:.1f}s "
-                    f"({len(questions)} questions)",
+                    f"({len(questions)} questions, index {tallies[system].index_seconds[-1]:.2f}s)",
                     file=sys.stderr,
                 )
     print(f"\nLoCoMo, {len(names)} conversations, {tallies[systems[0]].questions} questions (categories 1-4)\n")

@@ -117,8 +117,8 @@ def select(
     """Turn `(path, chunk index, score)` hits, best first, into at most `limit` non-overlapping windows.
 
     Windows are laid out as if at least `settings.layout_results` were wanted, then cut to `limit`: hits a
-    little further down still widen the top windows they fall into or touch, and a smaller `limit` always
-    returns a prefix of a larger one.
+    little further down still widen the top windows they fall into or touch, and any `limit` up to
+    `layout_results` returns a prefix of the same list.
     """
     wanted = max(limit, settings.layout_results)
     results: list[Result] = []
