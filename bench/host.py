@@ -27,6 +27,7 @@ from hermitcrab.host.events import Event, Target  # noqa: E402
 from hermitcrab.host.gateway import Gateway  # noqa: E402
 from hermitcrab.host.pool import McpPool  # noqa: E402
 from hermitcrab.host.session import SessionStore  # noqa: E402
+from tests.support.channels import SilentChannel  # noqa: E402
 from tests.support.fake_llm import openai_text, running_fake_llm  # noqa: E402
 from tests.support.scripted_provider import ScriptedProvider  # noqa: E402
 
@@ -59,16 +60,6 @@ async def through_pool(calls: int) -> list[float]:
     return samples
 
 
-class Quiet:
-    name = "bench"
-
-    async def send(self, target: Target, text: str) -> None:
-        return None
-
-    async def typing(self, target: Target) -> None:
-        return None
-
-
 async def whole_turns(turns: int, home: Path) -> list[float]:
     """One user message, one tool call over stdio, one answer: the host's cost around the model."""
     provider = ScriptedProvider()
@@ -78,11 +69,11 @@ async def whole_turns(turns: int, home: Path) -> list[float]:
     samples = []
     async with McpPool(settings.servers) as pool:
         gateway = Gateway(
-            Agent(settings, provider, pool, SessionStore(home / "sessions")), {"bench": Quiet()}, ask_timeout_s=1
+            Agent(settings, provider, pool, SessionStore(home / "sessions")), {"test": SilentChannel()}, ask_timeout_s=1
         )
         for index in range(turns):
             start = time.perf_counter()
-            await gateway.process(Event("message", f"turn {index}", Target("bench", "b")))
+            await gateway.process(Event("message", f"turn {index}", Target("test", "b")))
             samples.append(time.perf_counter() - start)
     return samples
 

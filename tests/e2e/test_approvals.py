@@ -15,29 +15,11 @@ from hermitcrab.host.events import Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.pool import McpPool
 from hermitcrab.host.session import SessionStore
+from tests.support.channels import AnsweringChannel
 from tests.support.fake_llm import openai_text, openai_tool_calls
 from tests.support.scripted_provider import ScriptedProvider
 
 ROOM = Target("test", "room", "owner")
-
-
-class ApprovingChannel:
-    """Answers each approval question with the given decision, as a user typing in the chat would."""
-
-    name = "test"
-
-    def __init__(self, decision: str) -> None:
-        self.decision = decision
-        self.sent: list[str] = []
-        self.gateway: Gateway | None = None
-
-    async def send(self, target: Target, text: str) -> None:
-        self.sent.append(text)
-        if "wants to run a shell command" in text and self.gateway is not None:
-            await self.gateway.submit(Event("message", self.decision, target))
-
-    async def typing(self, target: Target) -> None:
-        return None
 
 
 def exec_server(root: Path, state: Path) -> ServerConfig:
@@ -65,7 +47,7 @@ async def test_a_command_off_the_allowlist_is_approved_or_denied_by_the_user(tmp
     command = "touch approved.txt"
     provider = ScriptedProvider().call(("x1", "exec", {"command": command})).say("done")
     settings = Settings(tmp_path, (), (exec_server(root, tmp_path / "state"),), AgentSettings())
-    channel = ApprovingChannel(decision)
+    channel = AnsweringChannel(decision, trigger="wants to run a shell command")
 
     async with McpPool(settings.servers) as pool:
         agent = Agent(settings, provider, pool, SessionStore(tmp_path / "sessions"))

@@ -160,7 +160,9 @@ def test_ask_user_reads_the_answer_from_stdin(hermitcrab, llm):
 
 
 def test_the_api_key_lands_nowhere_on_disk_or_in_output(hermitcrab, llm, desktop_config, hermitcrab_home):
-    llm.enqueue(openai_tool_calls(("c", "fail", '{"reason": "boom"}')), Reply({"error": {"message": "nope"}}, status=400))
+    llm.enqueue(
+        openai_tool_calls(("c", "fail", '{"reason": "boom"}')), Reply({"error": {"message": "nope"}}, status=400)
+    )
 
     result = hermitcrab("ask", "--verbose", "--mcp-config", str(desktop_config()), "hi")
 

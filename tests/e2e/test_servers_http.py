@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +11,7 @@ import pytest
 from hermitcrab.host.config import ServerConfig
 from hermitcrab.host.pool import McpPool
 from tests.support.fake_llm import free_port
+from tests.support.processes import serving
 
 
 def flags(server: str, tmp_path: Path) -> list[str]:
@@ -29,44 +27,25 @@ def flags(server: str, tmp_path: Path) -> list[str]:
 
 
 @pytest.fixture
-def serving(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+def server_url(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
     server: str = request.param
     port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        f"hermitcrab.servers.{server}",
-        *flags(server, tmp_path),
-        "--http",
-        f"127.0.0.1:{port}",
-    ]
-    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert process.poll() is None, f"{server} exited with {process.returncode}"
-            assert time.monotonic() < deadline, f"{server} did not start serving HTTP"
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
+    module = f"hermitcrab.servers.{server}"
+    with serving([sys.executable, "-m", module, *flags(server, tmp_path), "--http", f"127.0.0.1:{port}"], port) as url:
+        yield url
 
 
 @pytest.mark.parametrize(
-    ("serving", "tool", "arguments", "expected"),
+    ("server_url", "tool", "arguments", "expected"),
     [
         ("memory", "memory_status", {}, "files"),
         ("exec", "read_file", {"path": "notes.txt"}, "hello over http"),
         ("browser", "browser_tabs", {"action": "new"}, "about:blank"),
     ],
-    indirect=["serving"],
+    indirect=["server_url"],
 )
-async def test_server_over_streamable_http(serving: str, tool: str, arguments: dict[str, object], expected: str):
-    async with McpPool([ServerConfig("remote", url=serving, timeout_s=30)]) as pool:
+async def test_server_over_streamable_http(server_url: str, tool: str, arguments: dict[str, object], expected: str):
+    async with McpPool([ServerConfig("remote", url=server_url, timeout_s=30)]) as pool:
         outcome = await pool.call(tool, arguments)
 
     assert not outcome.is_error, outcome.text

@@ -15,20 +15,11 @@ from hermitcrab.host.events import Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.pool import McpPool
 from hermitcrab.host.session import SessionStore
+from tests.support.channels import AnsweringChannel, SilentChannel
 from tests.support.scripted_provider import ScriptedProvider
 
 TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
 ROOM = Target("test", "room")
-
-
-class Sink:
-    name = "test"
-
-    async def send(self, target: Target, text: str) -> None:
-        return None
-
-    async def typing(self, target: Target) -> None:
-        return None
 
 
 async def test_a_server_killed_between_two_turns_is_restarted(tmp_path: Path):
@@ -38,7 +29,9 @@ async def test_a_server_killed_between_two_turns_is_restarted(tmp_path: Path):
 
     async with McpPool(settings.servers) as pool:
         gateway = Gateway(
-            Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")), {"test": Sink()}, ask_timeout_s=1
+            Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")),
+            {"test": SilentChannel()},
+            ask_timeout_s=1,
         )
         await gateway.process(Event("message", "turn one", ROOM))
         first_pid = int(provider.seen[1]["messages"][-1].content)
@@ -58,37 +51,18 @@ async def test_system_prompt_carries_runtime_facts(tmp_path: Path):
     settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings(timezone="Asia/Tokyo"))
     agent = Agent(settings, provider, None, SessionStore(tmp_path / "sessions"))
 
-    await Gateway(agent, {"test": Sink()}, ask_timeout_s=1).process(Event("message", "hi", ROOM))
+    await Gateway(agent, {"test": SilentChannel()}, ask_timeout_s=1).process(Event("message", "hi", ROOM))
 
     system = provider.seen[0]["system"]
     assert "(JST)" in system and "Channel: test" in system and "ask_user, message" in system
     assert "[missing: AGENTS.md does not exist in the workspace]" in system
 
 
-class Room:
-    """A test channel that answers every question with a fixed choice."""
-
-    name = "test"
-
-    def __init__(self, answer: str) -> None:
-        self.answer = answer
-        self.sent: list[str] = []
-        self.gateway: Gateway | None = None
-
-    async def send(self, target: Target, text: str) -> None:
-        self.sent.append(text)
-        if "server asks:" in text and self.gateway is not None:
-            await self.gateway.submit(Event("message", self.answer, target))
-
-    async def typing(self, target: Target) -> None:
-        return None
-
-
 async def test_server_elicitation_is_asked_in_the_conversation_that_called_the_tool(tmp_path: Path):
     provider = ScriptedProvider().call(("g", "guarded", {"action": "deploy"})).say("deployed")
     kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
     settings = Settings(home=tmp_path, providers=(), servers=(kit,), agent=AgentSettings())
-    room = Room("allow-always")
+    room = AnsweringChannel("allow-always")
 
     async with McpPool(settings.servers) as pool:
         agent = Agent(settings, provider, pool, SessionStore(tmp_path / "sessions"))

@@ -12,6 +12,7 @@ from hermitcrab.host.events import Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.loop import run_turn
 from hermitcrab.host.session import SUMMARY_HEADER, SessionStore
+from tests.support.channels import SilentChannel
 from tests.support.scripted_provider import ScriptedProvider
 
 from .test_loop import Toolbox
@@ -108,22 +109,12 @@ async def test_nothing_to_compact_in_a_single_turn(tmp_path: Path):
     assert await compact(session, ScriptedProvider(), keep_recent_tokens=10) == 0
 
 
-class Silent:
-    name = "test"
-
-    async def send(self, target: Target, text: str) -> None:
-        return None
-
-    async def typing(self, target: Target) -> None:
-        return None
-
-
 async def test_compact_command_reports_what_it_did(tmp_path: Path):
     long_session(tmp_path / "sessions", turns=3)
     provider = ScriptedProvider().say("summary")
     settings = Settings(tmp_path, (), (), AgentSettings(keep_recent_tokens=100))
     gateway = Gateway(
-        Agent(settings, provider, None, SessionStore(tmp_path / "sessions")), {"test": Silent()}, ask_timeout_s=1
+        Agent(settings, provider, None, SessionStore(tmp_path / "sessions")), {"test": SilentChannel()}, ask_timeout_s=1
     )
 
     first = await gateway.process(Event("message", "/compact", Target("test", "room")))

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -18,6 +15,7 @@ from hermitcrab.host.config import ServerConfig
 from hermitcrab.host.elicitation import current_asker
 from hermitcrab.host.pool import McpPool, ServerEvent, ToolOutcome
 from tests.support.fake_llm import free_port
+from tests.support.processes import serving
 
 TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
 
@@ -124,21 +122,8 @@ async def test_elicitation_is_answered_by_the_current_conversation():
 @pytest.fixture
 def http_server_url() -> Iterator[str]:
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, TEST_SERVER, "--name", "web", "--http-port", str(port)], stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert time.monotonic() < deadline, "the HTTP test server did not start"
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with serving([sys.executable, TEST_SERVER, "--name", "web", "--http-port", str(port)], port) as url:
+        yield url
 
 
 async def test_streamable_http_servers_are_called_like_stdio_ones(http_server_url: str):

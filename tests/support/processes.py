@@ -1,0 +1,28 @@
+"""Start a server process for a test and wait until its port accepts connections."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def serving(command: list[str], port: int, timeout_s: float = 30) -> Iterator[str]:
+    """Run `command` (which must listen on 127.0.0.1:`port`) and yield its MCP URL; terminate it afterwards."""
+    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert process.poll() is None, f"{command} exited with {process.returncode}"
+            assert time.monotonic() < deadline, f"{command} did not start listening on port {port}"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
