@@ -41,9 +41,13 @@ class Agent:
         zone = self.settings.agent.timezone
         return self.clock().astimezone(ZoneInfo(zone)) if zone else self.clock()
 
+    def persona(self, session_key: str) -> list[PersonaFile]:
+        """The bootstrap files as they would be injected now into this session."""
+        return load_persona(self.settings.workspace, today=self.now().date(), main_session=session_key == "main")
+
     def system_prompt(self, event: Event, toolbox: HostToolbox) -> str:
         now = self.now()
-        persona = load_persona(self.settings.workspace, today=now.date(), main_session=event.session_key == "main")
+        persona = self.persona(event.session_key)
         self.last_persona[event.session_key] = persona
         return SYSTEM_TEMPLATE.format(
             now=now.strftime("%A %Y-%m-%d %H:%M"),

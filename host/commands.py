@@ -7,7 +7,6 @@ from collections.abc import Awaitable, Callable
 from .agent import Agent
 from .compaction import compact
 from .events import Event
-from .persona import load_persona
 from .pool import ServerHandle
 
 Command = Callable[[Agent, Event], Awaitable[str]]
@@ -37,9 +36,7 @@ async def status(agent: Agent, event: Event) -> str:
 
 
 async def context(agent: Agent, event: Event) -> str:
-    persona = agent.last_persona.get(event.session_key) or load_persona(
-        agent.settings.workspace, today=agent.now().date(), main_session=event.session_key == "main"
-    )
+    persona = agent.last_persona.get(event.session_key) or agent.persona(event.session_key)
     lines = ["Bootstrap files injected:"]
     for file in persona:
         if file.missing:

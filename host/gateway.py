@@ -97,8 +97,7 @@ class Gateway:
         recorded after its reply was delivered, and a repeat delivery of the same id is skipped.
         """
         event_id = event.metadata.get("event_id")
-        session = self.agent.session(event.session_key)
-        if event_id is not None and session.handled(str(event_id)):
+        if event_id is not None and self.agent.session(event.session_key).handled(str(event_id)):
             logger.info("skipping event %s: already handled in session %s", event_id, event.session_key)
             return None
         command = find_command(event.text) if event.kind == "message" else None

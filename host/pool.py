@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .config import ServerConfig
 from .elicitation import ElicitationHandler
@@ -71,7 +72,6 @@ class ServerHandle:
         self._ready = anyio.Event()
         self._dead = anyio.Event()
         self._backoff = 0.5
-        self._notified = False  # older-era servers notify about resource changes instead of streaming them
 
     @property
     def ready(self) -> bool:
@@ -82,7 +82,7 @@ class ServerHandle:
             try:
                 async with self._connect() as client:
                     await self._load_tools(client)
-                    self._dead, self._notified = anyio.Event(), False
+                    self._dead = anyio.Event()
                     await self._watch(client)
                     self._mark_down()
                     logger.warning("MCP server %r went away; restarting", self.config.name)
@@ -106,9 +106,7 @@ class ServerHandle:
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         timeout = self.config.timeout_s
         with anyio.move_on_after(timeout):
-            await self._ready.wait()
-            client = self._client
-            assert client is not None
+            client = await self._connected()
             try:
                 result = await client.call_tool(tool, arguments)
             except MCPError as exc:
@@ -126,11 +124,14 @@ class ServerHandle:
     async def read_resource(self, uri: str) -> str:
         """The text of one of this server's resources (what changed, after a ResourceUpdated event)."""
         with anyio.fail_after(self.config.timeout_s):
-            await self._ready.wait()
-            client = self._client
-            assert client is not None
-            result = await client.read_resource(uri)
+            result = await (await self._connected()).read_resource(uri)
         return "\n".join(getattr(item, "text", "") for item in result.contents)
+
+    async def _connected(self) -> Client:
+        """The live client, once (re)started; callers bound the wait with their own timeout."""
+        await self._ready.wait()
+        assert self._client is not None
+        return self._client
 
     def _mark_down(self) -> None:
         """Make new calls wait for the restart instead of reaching a dead connection."""
@@ -159,8 +160,13 @@ class ServerHandle:
         )
 
     async def _on_message(self, message: types.ServerNotification | Exception) -> None:
-        """Resource updates from servers of the older protocol era, which notify instead of streaming."""
-        if self._notified and isinstance(message, types.ResourceUpdatedNotification) and self._on_event is not None:
+        """Resource updates from servers of the older protocol era, which notify instead of streaming.
+
+        On 2026-era connections the same updates also arrive here as copies of listen events: those are skipped.
+        """
+        client = self._client
+        older_era = client is not None and client.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        if older_era and isinstance(message, types.ResourceUpdatedNotification) and self._on_event is not None:
             await self._on_event(ServerEvent(self.config.name, str(message.params.uri)))
 
     async def _load_tools(self, client: Client) -> None:
@@ -185,12 +191,9 @@ class ServerHandle:
             group.start_soon(until_dead)
             try:
                 await self._listen(client)
-            except ListenNotSupportedError:
-                self._notified = True
-                await self._subscribe_legacy(client)
-                self._mark_up(client)
-                await self._probe_forever(client)
-            except MCPError:
+            except (ListenNotSupportedError, MCPError) as exc:
+                if isinstance(exc, ListenNotSupportedError):
+                    await self._subscribe_legacy(client)
                 self._mark_up(client)
                 await self._probe_forever(client)
             except SubscriptionLost:

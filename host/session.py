@@ -29,9 +29,10 @@ class Transcript:
         entry = {"id": uuid.uuid4().hex[:12], "ts": dt.datetime.now(dt.UTC).isoformat(), "kind": kind, **fields}
         data = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            if os.lseek(fd, 0, os.SEEK_END) and not _ends_with_newline(self.path):
+            size = os.lseek(fd, 0, os.SEEK_END)
+            if size and os.pread(fd, 1, size - 1) != b"\n":
                 os.write(fd, b"\n")  # seal a torn line left by a crash so this entry stays readable
             os.write(fd, data)
             os.fsync(fd)
@@ -172,12 +173,6 @@ def _interrupted(pending: dict[str, str]) -> list[Message]:
     results = [Message("tool", INTERRUPTED, tool_call_id=call_id, is_error=True) for call_id in pending]
     pending.clear()
     return results
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with path.open("rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
 
 
 def _safe(key: str) -> str:

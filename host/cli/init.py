@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from ..config import home_dir
-from .servers import OWN_SERVERS, find_script, server_args
+from .servers import OWN_SERVERS, server_entry
 
 console = Console()
 
@@ -46,12 +46,10 @@ def init() -> None:
 def render_config(home: Path) -> str:
     template = files("hermitcrab.host").joinpath("config_template.toml").read_text(encoding="utf-8")
     blocks: list[str] = []
-    for name, script in OWN_SERVERS.items():
-        path = find_script(script)
-        prefix = "" if path else "# (not installed) "
+    for name in OWN_SERVERS:
+        entry = server_entry(name, home)
         blocks.append(
-            f"{prefix}[mcpServers.{name}]\n{prefix}command = {json.dumps(path or script)}\n"
-            f"{prefix}args = {json.dumps(server_args(name, home))}\n"
+            f"[mcpServers.{name}]\ncommand = {json.dumps(entry['command'])}\nargs = {json.dumps(entry['args'])}\n"
         )
     return template.replace("{servers}", "\n".join(blocks))
 

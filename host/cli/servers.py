@@ -6,31 +6,25 @@ import shutil
 import sys
 from pathlib import Path
 
-OWN_SERVERS: dict[str, str] = {
-    "memory": "hermitcrab-memory",
-    "exec": "hermitcrab-exec",
-    "browser": "hermitcrab-browser",
-    "cron": "hermitcrab-cron",
-    "spawn": "hermitcrab-spawn",
-}
+OWN_SERVERS = ("memory", "exec", "browser")
 
 
-def find_script(script: str) -> str | None:
-    """The script next to this Python first (a venv that is not activated), then on PATH."""
+def launch_command(name: str) -> str:
+    """The server's console script: next to this Python first (a venv that is not activated), then on PATH."""
+    script = f"hermitcrab-{name}"
     beside = Path(sys.executable).parent / script
     if beside.exists():
         return str(beside)
-    return shutil.which(script)
+    return shutil.which(script) or script
 
 
-def server_args(name: str, home: Path) -> list[str]:
-    """Arguments that pin a server to this home, since hosts do not pass HERMITCRAB_HOME to servers."""
-    workspace, state = home / "workspace", home / "state" / name
+def server_entry(name: str, home: Path) -> dict[str, str | list[str]]:
+    """The Claude Desktop `mcpServers` entry; the arguments pin the server to this home, since hosts do not pass
+    HERMITCRAB_HOME on to servers."""
+    workspace, state = str(home / "workspace"), ["--state", str(home / "state" / name)]
     args = {
-        "memory": ["--workspace", str(workspace), "--state", str(state)],
-        "exec": ["--root", str(workspace), "--state", str(state)],
-        "browser": ["--state", str(state)],
-        "cron": ["--state", str(state)],
-        "spawn": ["--state", str(state)],
+        "memory": ["--workspace", workspace, *state],
+        "exec": ["--root", workspace, *state],
+        "browser": ["--root", workspace, *state],  # uploads come only from the workspace
     }
-    return args.get(name, [])
+    return {"command": launch_command(name), "args": args[name]}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from hermitcrab.channels.base import split_message
 from hermitcrab.channels.terminal import TERMINAL, TerminalChannel, hard_breaks
 
 
@@ -20,10 +19,3 @@ async def test_send_renders_markdown():
     await TerminalChannel(console).send(TERMINAL, "It is **42**.\nSecond line")
 
     assert [line.rstrip() for line in console.export_text().splitlines()] == ["It is 42.", "Second line"]
-
-
-def test_split_message_respects_the_limit_and_prefers_line_breaks():
-    pieces = split_message("a" * 5 + "\n" + "b" * 12 + "\n" + "c", limit=8)
-
-    assert pieces == ["aaaaa\n", "bbbbbbbb", "bbbb\nc"]
-    assert all(len(p) <= 8 for p in pieces)
