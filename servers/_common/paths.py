@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
@@ -26,3 +26,14 @@ def resolve_inside(path: str, roots: Sequence[Path]) -> Path:
             return resolved
     shown = ", ".join(str(root) for root in real_roots)
     raise PathOutsideRoots(f"{path!r} is outside the allowed roots ({shown})")
+
+
+def hermitcrab_home(environ: Mapping[str, str]) -> Path:
+    """`$HERMITCRAB_HOME` (empty counts as unset), else ~/.hermitcrab: where a server run alone keeps its files."""
+    return Path(environ.get("HERMITCRAB_HOME") or Path.home() / ".hermitcrab").expanduser()
+
+
+def default_paths(server: str, environ: Mapping[str, str]) -> tuple[Path, Path]:
+    """(workspace, this server's state dir) under the hermitcrab home."""
+    home = hermitcrab_home(environ)
+    return home / "workspace", home / "state" / server

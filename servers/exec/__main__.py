@@ -7,16 +7,17 @@ import os
 import sys
 from pathlib import Path
 
+from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import serve
 
 from .policy import DEFAULT_ALLOW, Policy
 from .runner import Limits
 from .sandbox import SandboxUnavailable
-from .server import build_server, default_paths
+from .server import build_server
 
 
 def parser() -> argparse.ArgumentParser:
-    workspace, state = default_paths(os.environ)
+    workspace, state = default_paths("exec", os.environ)
     p = argparse.ArgumentParser(
         prog="hermitcrab-exec",
         description="MCP server: shell commands, background processes and file tools under an allowlist policy.",

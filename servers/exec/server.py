@@ -15,6 +15,8 @@ from mcp.server.mcpserver import MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from hermitcrab.servers._common.paths import default_paths
+
 from . import processes
 from .approvals import ApprovalStore
 from .environment import child_environment
@@ -32,12 +34,6 @@ refused). Prefer read_file/write_file/edit_file/list_dir for files. Long-running
 and are managed with the `process` tool."""
 
 
-def default_paths(environ: Mapping[str, str]) -> tuple[Path, Path]:
-    """($HERMITCRAB_HOME/workspace, $HERMITCRAB_HOME/state/exec), HERMITCRAB_HOME defaulting to ~/.hermitcrab."""
-    home = Path(environ.get("HERMITCRAB_HOME") or Path.home() / ".hermitcrab").expanduser()
-    return home / "workspace", home / "state" / "exec"
-
-
 def build_server(
     roots: Sequence[Path] | None = None,
     state: Path | None = None,
@@ -50,7 +46,7 @@ def build_server(
 ) -> MCPServer:
     """Build the exec server; raises SandboxUnavailable when `sandbox="bwrap"` cannot work here."""
     environ = dict(os.environ if environ is None else environ)
-    workspace, default_state = default_paths(environ)
+    workspace, default_state = default_paths("exec", environ)
     roots = [Path(r).expanduser().resolve() for r in (roots or [workspace])]
     for root in roots:
         root.mkdir(parents=True, exist_ok=True)
