@@ -6,16 +6,11 @@ import json
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
-from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
 from hermitcrab.host.events import Event, Target
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.pool import McpPool
-from hermitcrab.host.session import SessionStore
-from tests.support.channels import AnsweringChannel
+from tests.support.channels import AnsweringChannel, run_turn_with_servers
 from tests.support.fake_llm import openai_text, openai_tool_calls
 from tests.support.scripted_provider import ScriptedProvider
 
@@ -49,13 +44,7 @@ async def test_a_command_off_the_allowlist_is_approved_or_denied_by_the_user(tmp
     settings = Settings(tmp_path, (), (exec_server(root, tmp_path / "state"),), AgentSettings())
     channel = AnsweringChannel(decision, trigger="wants to run a shell command")
 
-    async with McpPool(settings.servers) as pool:
-        agent = Agent(settings, provider, pool, SessionStore(tmp_path / "sessions"))
-        channel.gateway = gateway = Gateway(agent, {"test": channel}, ask_timeout_s=10)
-        async with anyio.create_task_group() as group:
-            await group.start(gateway.serve)
-            await gateway.process(Event("message", "make the file", ROOM))
-            group.cancel_scope.cancel()
+    await run_turn_with_servers(settings, provider, channel, Event("message", "make the file", ROOM))
 
     question = channel.sent[0]
     assert command in question and "- allow-once" in question and "- deny" in question

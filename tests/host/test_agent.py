@@ -15,7 +15,7 @@ from hermitcrab.host.events import Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.pool import McpPool
 from hermitcrab.host.session import SessionStore
-from tests.support.channels import AnsweringChannel, SilentChannel
+from tests.support.channels import AnsweringChannel, SilentChannel, run_turn_with_servers
 from tests.support.scripted_provider import ScriptedProvider
 
 TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
@@ -64,13 +64,7 @@ async def test_server_elicitation_is_asked_in_the_conversation_that_called_the_t
     settings = Settings(home=tmp_path, providers=(), servers=(kit,), agent=AgentSettings())
     room = AnsweringChannel("allow-always")
 
-    async with McpPool(settings.servers) as pool:
-        agent = Agent(settings, provider, pool, SessionStore(tmp_path / "sessions"))
-        room.gateway = gateway = Gateway(agent, {"test": room}, ask_timeout_s=5)
-        async with anyio.create_task_group() as group:
-            await group.start(gateway.serve)
-            await gateway.process(Event("message", "ship it", ROOM))
-            group.cancel_scope.cancel()
+    await run_turn_with_servers(settings, provider, room, Event("message", "ship it", ROOM))
 
     assert room.sent[0].startswith("The kit server asks:\n```\nAllow deploy?\n```") and "- allow-always" in room.sent[0]
     assert provider.seen[1]["messages"][-1].content == "deploy: allow-always"

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from hermitcrab.host.agent import Agent
+from hermitcrab.host.config import Settings
 from hermitcrab.host.events import Event, Target
 from hermitcrab.host.gateway import Gateway
+from hermitcrab.host.pool import McpPool
+from hermitcrab.host.providers import Provider
+from hermitcrab.host.session import SessionStore
 
 
 class SilentChannel:
@@ -34,3 +39,13 @@ class AnsweringChannel:
 
     async def typing(self, target: Target) -> None:
         return None
+
+
+async def run_turn_with_servers(
+    settings: Settings, provider: Provider, channel: AnsweringChannel, event: Event
+) -> None:
+    """One turn through a real pool and gateway, with `channel` answering the questions it is sent."""
+    async with McpPool(settings.servers) as pool:
+        agent = Agent(settings, provider, pool, SessionStore(settings.home / "sessions"))
+        channel.gateway = Gateway(agent, {channel.name: channel}, ask_timeout_s=10)
+        await channel.gateway.process(event)

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
+from hermitcrab.host.persona import BOOTSTRAP_ORDER
 from tests.support.fake_llm import running_fake_llm
 
 runner = CliRunner()
@@ -26,16 +27,7 @@ def test_init_copies_templates_without_overwriting(hermitcrab_home: Path):
     assert result.exit_code == 0, result.output
     workspace = hermitcrab_home / "workspace"
     assert (workspace / "SOUL.md").read_text() == "my own soul"
-    assert {p.name for p in workspace.glob("*.md")} == {
-        "AGENTS.md",
-        "SOUL.md",
-        "TOOLS.md",
-        "IDENTITY.md",
-        "USER.md",
-        "HEARTBEAT.md",
-        "BOOTSTRAP.md",
-        "MEMORY.md",
-    }
+    assert {p.name for p in workspace.glob("*.md")} == set(BOOTSTRAP_ORDER)
     config = tomllib.loads((hermitcrab_home / "config.toml").read_text())
     assert config["mcpServers"]["memory"]["args"][:2] == ["--workspace", str(workspace)]
 

@@ -23,7 +23,9 @@ def transport(*responses: httpx.Response | Exception) -> tuple[httpx.AsyncClient
     return httpx.AsyncClient(transport=httpx.MockTransport(handle)), seen
 
 
-async def no_sleep_recorder(delays: list[float]):
+def recording_sleep(delays: list[float]):
+    """A sleep that returns at once and records how long it was asked to wait."""
+
     async def sleep(seconds: float) -> None:
         delays.append(seconds)
 
@@ -39,7 +41,7 @@ async def test_retries_429_and_5xx_then_succeeds():
     delays: list[float] = []
 
     body = await post_json(
-        client, "http://llm/x", {}, headers={}, timeout_s=5, max_retries=3, sleep=await no_sleep_recorder(delays)
+        client, "http://llm/x", {}, headers={}, timeout_s=5, max_retries=3, sleep=recording_sleep(delays)
     )
 
     assert body == {"ok": True}
@@ -54,7 +56,7 @@ async def test_timeouts_are_retried_and_then_raised():
 
     with pytest.raises(RetryableProviderError, match="timed out"):
         await post_json(
-            client, "http://llm/x", {}, headers={}, timeout_s=1, max_retries=2, sleep=await no_sleep_recorder(delays)
+            client, "http://llm/x", {}, headers={}, timeout_s=1, max_retries=2, sleep=recording_sleep(delays)
         )
     assert len(seen) == 3 and len(delays) == 2
 
