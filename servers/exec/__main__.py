@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import serve
@@ -80,23 +81,25 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of `build_server` that the parsed flags stand for."""
+    allow = tuple(args.allow) if args.no_default_allow else DEFAULT_ALLOW + tuple(args.allow)
+    return {
+        "roots": args.root,
+        "state": args.state,
+        "policy": Policy(security=args.security, ask=args.ask, allow=allow, approval_timeout_s=args.approval_timeout),
+        "sandbox": args.sandbox,
+        "network": not args.no_network,
+        "limits": Limits(memory_mb=args.memory_mb),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
-    allow = tuple(args.allow) if args.no_default_allow else DEFAULT_ALLOW + tuple(args.allow)
-    policy = Policy(security=args.security, ask=args.ask, allow=allow, approval_timeout_s=args.approval_timeout)
-    roots: list[Path] = args.root or []
-    for root in roots:
-        if not root.expanduser().is_dir():
-            sys.exit(f"hermitcrab-exec: --root {root} is not a directory")
     try:
-        server = build_server(
-            roots=args.root,
-            state=args.state,
-            policy=policy,
-            sandbox=args.sandbox,
-            network=not args.no_network,
-            limits=Limits(memory_mb=args.memory_mb),
-        )
+        server = build_server(**config_from_args(args))
+    except NotADirectoryError as exc:
+        sys.exit(f"hermitcrab-exec: --root {exc}")
     except SandboxUnavailable as exc:
         sys.exit(f"hermitcrab-exec: --sandbox bwrap: {exc}")
     serve(server, args.http)

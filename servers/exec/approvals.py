@@ -75,8 +75,8 @@ class ApprovalStore:
 
     def remember(self, verdict: Verdict, command: str) -> str:
         """Persist what makes `command` pass next time; returns a sentence saying what was remembered."""
-        binaries = {m.binary for m in verdict.misses if m.binary is not None}
-        if all(m.binary for m in verdict.misses):
+        binaries = verdict.fixable_binaries
+        if binaries is not None:
             self.binaries |= binaries
             remembered = "allowed from now on: " + ", ".join(sorted(binaries))
         else:
@@ -92,9 +92,9 @@ def approval_message(command: str, workdir: str, verdict: Verdict | None, always
     if verdict is not None and verdict.misses:
         lines.append("Needs approval because:")
         lines += [f"- {m.reason}" for m in verdict.misses]
-        binaries = sorted({m.binary for m in verdict.misses if m.binary})
-        if binaries and all(m.binary for m in verdict.misses):
-            lines.append("Allow always adds to the allowlist: " + ", ".join(binaries))
+        binaries = verdict.fixable_binaries
+        if binaries is not None:
+            lines.append("Allow always adds to the allowlist: " + ", ".join(sorted(binaries)))
         else:
             lines.append("Allow always remembers this exact command.")
     elif always_ask:

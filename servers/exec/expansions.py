@@ -60,7 +60,8 @@ _NAME_TAKERS: dict[str, tuple[str, str]] = {
     "test": ("", "vR"),
     "wait": ("", "p"),
 }
-_DECLARERS = frozenset({"export", "unset", "local", "declare", "typeset", "readonly"})
+# Builtins that set variables (rules.py allows them unless they name a protected variable).
+VARIABLE_BUILTINS = frozenset({"export", "unset", "local", "declare", "typeset", "readonly"})
 
 
 def variable_name_problem(name: str, raws: list[str]) -> str | None:
@@ -70,7 +71,7 @@ def variable_name_problem(name: str, raws: list[str]) -> str | None:
     integer attribute (`declare -i`) evaluates every value assigned; `declare a=(...)` evaluates subscripts.
     """
     names: list[str] = []
-    if name in _DECLARERS:
+    if name in VARIABLE_BUILTINS:
         for raw in raws:
             if raw[:1] in "-+":
                 if "i" in raw[1:]:

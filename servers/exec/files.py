@@ -17,12 +17,16 @@ from mcp.server.mcpserver.exceptions import ToolError
 from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
 
 from . import fsio
+from .output import cut_line
 
-MAX_LINE = 2_000
 MAX_ENTRIES = 1_000
 MAX_BYTES = 32 * 1024 * 1024  # read_file/edit_file load the whole file; bigger ones are refused, not buffered
-GIT_DIR = ".git"
+GIT_DIR = ".git"  # writes inside it (config, hooks, a `.git` file naming another dir) could make git run code
 _SNIFF = 8_192
+
+
+class PathRefused(ValueError):
+    """A path outside the roots, in the server's state, or (for writing) among git's own files."""
 
 
 class Files:
@@ -33,19 +37,39 @@ class Files:
         self.real_roots = [root.resolve() for root in roots]
         self.protected = [p.resolve() for p in protected]
 
-    def resolve(self, path: str) -> Path:
+    def resolve(self, path: str, *, write: bool = False) -> Path:
+        """The real path of `path`, or a ToolError when the file tools may not read (or `write`) it."""
         try:
-            resolved = resolve_inside(path, self.roots)
+            return self._locate(path, write)
+        except PathRefused as exc:
+            raise ToolError(f"Refused: {exc}.") from exc
+
+    def write_problem(self, path: str) -> str | None:
+        """Why `path` may not be written, by a file tool or a command (see policy.py), or None when it may."""
+        try:
+            self._locate(path, write=True)
+        except PathRefused as exc:
+            return str(exc)
+        return None
+
+    def _locate(self, path: str, write: bool) -> Path:
+        try:
+            real = resolve_inside(path, self.roots)
         except PathOutsideRoots as exc:
-            raise ToolError(f"Refused: {exc}; use a path inside the workspace.") from exc
-        if any(resolved == p or resolved.is_relative_to(p) for p in self.protected):
-            raise ToolError(f"Refused: {path!r} is the exec server's own state, which the assistant may not touch.")
-        return resolved
+            raise PathRefused(f"{exc}; use a path inside the workspace") from exc
+        if any(real == p or real.is_relative_to(p) for p in self.protected):
+            raise PathRefused(f"{path!r} is the exec server's own state, which the assistant may not touch")
+        if write and (GIT_DIR in real.parts or GIT_DIR in Path(path).parts):
+            raise PathRefused(
+                f"{path!r} is inside git's own files, whose config and hooks can make git run programs; "
+                "change them with git commands instead"
+            )
+        return real
 
     def read(self, path: str, offset: int, limit: int) -> str:
         target = self._existing_file(path)
         with self._opened(target.parent) as fd:
-            data = fsio.read_regular(fd, target.name, MAX_BYTES)
+            data = self._load(fd, target.name, path)
         if _is_binary(data[:_SNIFF]):
             raise ToolError(
                 f"{path!r} looks like a binary file ({len(data)} bytes); inspect it with exec (e.g. `file` or `xxd`)."
@@ -53,7 +77,7 @@ class Files:
         lines = data.decode("utf-8", errors="replace").splitlines()
         start = max(offset, 1)
         chosen = lines[start - 1 : start - 1 + limit]
-        body = "\n".join(f"{n:>6}\t{_cut(line)}" for n, line in enumerate(chosen, start=start))
+        body = "\n".join(f"{n:>6}\t{cut_line(line)}" for n, line in enumerate(chosen, start=start))
         end = start + len(chosen) - 1
         if not lines:
             return f"{path} is empty."
@@ -64,7 +88,7 @@ class Files:
         return body
 
     def write(self, path: str, content: str) -> str:
-        target = self._writable(path)
+        target = self.resolve(path, write=True)
         if target.is_dir():
             raise ToolError(f"{path!r} is a directory; give a file path.")
         with self._opened(target.parent, create=True) as fd:
@@ -72,20 +96,20 @@ class Files:
         return f"Wrote {len(content.encode('utf-8'))} bytes to {target}."
 
     def edit(self, path: str, old_text: str, new_text: str, replace_all: bool) -> str:
-        target = self._writable(path, self._existing_file(path))
+        target = self._existing_file(path, write=True)
         with self._opened(target.parent) as fd:
-            text = fsio.read_regular(fd, target.name, MAX_BYTES).decode("utf-8", errors="surrogateescape")
-        if not old_text:
-            raise ToolError("old_text is empty; give the exact text to replace.")
-        count = text.count(old_text)
-        if count == 0:
-            raise ToolError(f"old_text was not found in {path!r}; read the file again and copy the text exactly.")
-        if count > 1 and not replace_all:
-            raise ToolError(
-                f"old_text occurs {count} times in {path!r}; include more surrounding lines or pass replace_all=true."
-            )
-        updated = text.replace(old_text, new_text) if replace_all else text.replace(old_text, new_text, 1)
-        with self._opened(target.parent) as fd:
+            text = self._load(fd, target.name, path).decode("utf-8", errors="surrogateescape")
+            if not old_text:
+                raise ToolError("old_text is empty; give the exact text to replace.")
+            count = text.count(old_text)
+            if count == 0:
+                raise ToolError(f"old_text was not found in {path!r}; read the file again and copy the text exactly.")
+            if count > 1 and not replace_all:
+                raise ToolError(
+                    f"old_text occurs {count} times in {path!r}; "
+                    "include more surrounding lines or pass replace_all=true."
+                )
+            updated = text.replace(old_text, new_text) if replace_all else text.replace(old_text, new_text, 1)
             fsio.replace(fd, target.name, updated.encode("utf-8", errors="surrogateescape"))
         return f"Replaced {count if replace_all else 1} occurrence(s) in {target}."
 
@@ -117,16 +141,22 @@ class Files:
             else:
                 lines.append(f"{indent}{entry.name}  ({_size(entry.stat(follow_symlinks=False).st_size)})")
 
-    def _existing_file(self, path: str) -> Path:
-        target = self.resolve(path)
+    def _existing_file(self, path: str, write: bool = False) -> Path:
+        target = self.resolve(path, write=write)
         if not target.exists():
             raise ToolError(f"{path!r} does not exist; list_dir shows what is there.")
         if not target.is_file():
             raise ToolError(f"{path!r} is not a regular file.")
-        size = target.stat().st_size
-        if size > MAX_BYTES:
-            raise ToolError(f"{path!r} has {size} bytes, more than {MAX_BYTES}; look at parts of it with exec.")
         return target
+
+    @staticmethod
+    def _load(dir_fd: int, name: str, path: str) -> bytes:
+        try:
+            return fsio.read_regular(dir_fd, name, MAX_BYTES)
+        except fsio.FileTooLarge as exc:
+            raise ToolError(
+                f"{path!r} has {exc.size} bytes, more than {MAX_BYTES}; look at parts of it with exec."
+            ) from exc
 
     @contextlib.contextmanager
     def _opened(self, directory: Path, create: bool = False) -> Generator[int]:
@@ -138,13 +168,6 @@ class Files:
         except fsio.PathChanged as exc:
             raise ToolError(f"Refused: {exc}; a path changed while the file tool used it.") from exc
 
-    def _writable(self, path: str, target: Path | None = None) -> Path:
-        """`path` resolved for writing: git's own files are refused (their config can make git run programs)."""
-        target = target or self.resolve(path)
-        if GIT_DIR in target.parts or GIT_DIR in Path(path).parts:
-            raise ToolError(f"Refused: {path!r} is inside git's own files; change them with git commands instead.")
-        return target
-
 
 def _is_binary(sample: bytes) -> bool:
     if b"\x00" in sample:
@@ -154,10 +177,6 @@ def _is_binary(sample: bytes) -> bool:
     except UnicodeDecodeError as exc:
         return exc.start < len(sample) - 4  # a character cut at the sample's end is fine
     return False
-
-
-def _cut(line: str) -> str:
-    return line if len(line) <= MAX_LINE else f"{line[:MAX_LINE]} [... {len(line) - MAX_LINE} chars cut]"
 
 
 def _size(size: int) -> str:

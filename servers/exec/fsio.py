@@ -22,6 +22,14 @@ class PathChanged(OSError):
     """A component of a checked path is no longer what it was (a symlink, a FIFO, a missing directory)."""
 
 
+class FileTooLarge(ValueError):
+    """The file has more bytes than the caller is willing to load."""
+
+    def __init__(self, name: str, size: int) -> None:
+        super().__init__(f"{name!r} has {size} bytes")
+        self.size = size
+
+
 @contextlib.contextmanager
 def directory(root: Path, path: Path, create: bool = False) -> Generator[int]:
     """A descriptor for `path` (already resolved, inside `root`), reached without following symlinks."""
@@ -45,7 +53,8 @@ def directory(root: Path, path: Path, create: bool = False) -> Generator[int]:
 
 
 def read_regular(dir_fd: int, name: str, max_bytes: int) -> bytes:
-    """The bytes of the regular file `name` in `dir_fd`; PathChanged for a link, FIFO or device."""
+    """The bytes of the regular file `name` in `dir_fd`; PathChanged for a link, FIFO or device, FileTooLarge
+    when it has more than `max_bytes`."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
@@ -55,7 +64,7 @@ def read_regular(dir_fd: int, name: str, max_bytes: int) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise PathChanged(f"{name!r} is not a regular file")
         if info.st_size > max_bytes:
-            raise PathChanged(f"{name!r} has {info.st_size} bytes, more than {max_bytes}")
+            raise FileTooLarge(name, info.st_size)
         return handle.read(max_bytes + 1)
 
 

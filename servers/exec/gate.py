@@ -20,6 +20,8 @@ from .approvals import ApprovalForm, ApprovalStore, Deadlines, OnceForm, Ruling
 from .files import Files
 from .policy import Checker, Policy, Verdict
 
+_MAX_CHECKED = 256
+
 
 class Gate:
     def __init__(self, policy: Policy, checker: Checker, store: ApprovalStore, files: Files) -> None:
@@ -28,6 +30,9 @@ class Gate:
         self.store = store
         self.files = files
         self.deadlines = Deadlines()
+        # question key -> (workdir, verdict) from `resolve`, reused by `decide` in the same call: the command runs
+        # in the directory the policy checked, and allow-always remembers what the user was shown.
+        self._checked: dict[str, tuple[Path, Verdict]] = {}
 
     def workdir(self, workdir: str | None) -> Path:
         path = self.files.resolve(workdir or ".")
@@ -49,6 +54,11 @@ class Gate:
         except ToolError as exc:
             return Ruling(decision="refused", reason=str(exc))
         verdict = self.verdict(command, directory, env)
+        key = approvals.question_key(command, workdir, env)
+        self._checked.pop(key, None)
+        self._checked[key] = (directory, verdict)
+        while len(self._checked) > _MAX_CHECKED:  # calls whose answer never came back
+            del self._checked[next(iter(self._checked))]
         if verdict.refusal is not None:
             named = "`" in verdict.refusal  # the policy already quoted the offending segment
             reason = verdict.refusal if named else f"`{_short(command)}`: {verdict.refusal}"
@@ -59,28 +69,30 @@ class Gate:
         if self.policy.ask == "off":
             return Ruling(decision="refused", reason=_miss_sentence(verdict))
         message = approvals.approval_message(command, str(directory), verdict, always)
-        key = approvals.question_key(command, workdir, env)
         form = OnceForm if always else ApprovalForm
         return await approvals.ask(ctx, message, form, key, self.deadlines, self.policy.approval_timeout_s)
 
     def decide(
         self, outcome: ElicitationResult[Any], command: str, workdir: str | None, env: Mapping[str, str] | None
-    ) -> str | None:
-        """None to run the command, or raise a ToolError; returns a note when an approval was remembered."""
-        self.deadlines.forget(approvals.question_key(command, workdir, env))
+    ) -> tuple[Path, str | None]:
+        """(the directory to run in, a note when an approval was remembered), or raise a ToolError."""
+        key = approvals.question_key(command, workdir, env)
+        self.deadlines.forget(key)
+        checked = self._checked.pop(key, None)
         if not isinstance(outcome, AcceptedElicitation):
             outcome = AcceptedElicitation(data=Ruling(decision="declined", reason=outcome.action))
         data = outcome.data
         if isinstance(data, Ruling):
-            return self._ruling(data, command)
-        if isinstance(data, ApprovalForm | OnceForm):
-            if data.decision == "deny":
-                raise ToolError(f"Refused: the user denied `{_short(command)}`; do not retry it, ask what they want.")
-            if data.decision == "allow-always":
-                verdict = self.verdict(command, self.workdir(workdir), env)
-                return "Approved always: " + self.store.remember(verdict, command) + "."
-            return None
-        raise ToolError("Refused: the approval answer could not be understood.")
+            self._ruling(data, command)
+        elif not isinstance(data, ApprovalForm | OnceForm):
+            raise ToolError("Refused: the approval answer could not be understood.")
+        elif data.decision == "deny":
+            raise ToolError(f"Refused: the user denied `{_short(command)}`; do not retry it, ask what they want.")
+        directory = checked[0] if checked is not None else self.workdir(workdir)
+        if isinstance(data, ApprovalForm) and data.decision == "allow-always":
+            verdict = checked[1] if checked is not None else self.verdict(command, directory, env)
+            return directory, "Approved always: " + self.store.remember(verdict, command) + "."
+        return directory, None
 
     def _ruling(self, ruling: Ruling, command: str) -> None:
         if ruling.decision == "allowed":

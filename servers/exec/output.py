@@ -40,12 +40,6 @@ class OutputBuffer:
                 if len(self._tail) > self._tail_limit:
                     del self._tail[: len(self._tail) - self._tail_limit]
 
-    @property
-    def cut(self) -> int:
-        """Bytes dropped from the middle."""
-        with self._lock:
-            return self.total - len(self._head) - len(self._tail)
-
     def snapshot(self) -> tuple[bytes, int, bytes]:
         """(head, bytes cut, tail)."""
         with self._lock:
@@ -71,10 +65,15 @@ def clean(data: bytes) -> str:
         if "\r" in line:
             line = line.rstrip("\r").rsplit("\r", 1)[-1]
         line = _CONTROL.sub("", line)
-        if len(line) > MAX_LINE:
-            line = f"{line[: MAX_LINE // 2]} [... {len(line) - MAX_LINE} chars cut ...] {line[-MAX_LINE // 2 :]}"
-        lines.append(line)
+        lines.append(cut_line(line))
     return "\n".join(lines)
+
+
+def cut_line(line: str) -> str:
+    """`line`, or its head and tail when it is longer than MAX_LINE (also used by read_file)."""
+    if len(line) <= MAX_LINE:
+        return line
+    return f"{line[: MAX_LINE // 2]} [... {len(line) - MAX_LINE} chars cut ...] {line[-MAX_LINE // 2 :]}"
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Literal
 
 from . import environment, rules
-from .expansions import variable_name_problem
+from .expansions import VARIABLE_BUILTINS, variable_name_problem
+from .files import Files
 from .shell import ParsedLine, Redirect, ShellSyntaxError, SimpleCommand, Word, parse
 
 Security = Literal["deny", "allowlist", "full"]
@@ -63,7 +64,6 @@ DEFAULT_ALLOW = (
     "test",
 )
 _SAFE_WRITE_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
-GIT_DIR = ".git"  # writes inside it (config, hooks, a `.git` file naming another dir) could make git run code
 _FD_PATH = re.compile(r"^/dev/fd/[0-9]+$")  # exactly: `/dev/fd/../../etc/x` is /etc/x
 _GLOB = re.compile(r"[*?\[]")
 _RETRY_S = 5.0
@@ -99,6 +99,14 @@ class Verdict:
     def allowed(self) -> bool:
         return self.refusal is None and not self.misses
 
+    @property
+    def fixable_binaries(self) -> frozenset[str] | None:
+        """The binaries whose allowlisting would let the line pass, or None when some miss is not about a binary
+        (then allow-always remembers the exact command line instead)."""
+        if not self.misses or not all(m.binary for m in self.misses):
+            return None
+        return frozenset(m.binary for m in self.misses if m.binary)
+
 
 def canonical(path: str) -> str:
     """Resolve `..` and directory symlinks but keep the file name, so multi-call binaries keep their identity."""
@@ -107,15 +115,16 @@ def canonical(path: str) -> str:
 
 
 def resolve_command(name: str, cwd: str, search_path: str) -> str | None:
-    """The canonical path bash would execute for `name`, or None when there is no such executable."""
+    """The canonical path bash would execute for `name`, or None when there is no such executable.
+
+    `search_path` must hold absolute directories only (environment.absolute_path; Checker normalises it).
+    """
     if "/" in name:
         candidate = canonical(os.path.join(cwd, name))
         if os.path.basename(candidate) in ("", ".", ".."):
             return None
         return candidate if os.path.isfile(candidate) and os.access(candidate, os.X_OK) else None
-    for directory in search_path.split(os.pathsep):
-        if not os.path.isabs(directory):
-            continue  # `.` or a relative entry in PATH would let the workspace shadow system binaries
+    for directory in search_path.split(os.pathsep):  # absolute entries only: see environment.absolute_path
         candidate = os.path.join(directory, name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return canonical(candidate)
@@ -173,6 +182,11 @@ class _Scan:
     def miss(self, command: str, reason: str, binary: str | None = None) -> None:
         self.misses.append(Miss(command, reason, binary))
 
+    def protect(self, raw: str, var: str, value: str | None = None) -> None:
+        """Refuse the line when `raw` sets `var` (to `value`; None: unknown) and that could hijack a program."""
+        if environment.is_protected(var, value):
+            self.refuse(f"`{raw}` sets {var}, which could change which program runs or inject code")
+
 
 class Checker:
     """Applies a Policy's allowlist to command lines run inside `roots`."""
@@ -187,11 +201,10 @@ class Checker:
         home: str,
     ) -> None:
         self.policy = policy
-        self.roots = [os.path.realpath(root) for root in roots]
-        self.protected = [os.path.realpath(path) for path in protected]
-        self.search_path = search_path
+        self.files = Files(roots, protected)  # the write rules the file tools follow too
+        self.search_path = environment.absolute_path(search_path)
         self.home = home
-        self.allowlist = Allowlist(policy.allow, search_path)
+        self.allowlist = Allowlist(policy.allow, self.search_path)
         self._memo: dict[tuple[str, str], str | None] = {}
 
     def check(
@@ -216,8 +229,7 @@ class Checker:
         for problem in parsed.problems:
             scan.miss(line, problem)
         for name in parsed.assigned:
-            if environment.is_protected(name):
-                scan.refuse(f"assigning {name} could change which program runs or inject code into it")
+            scan.protect(line, name)
         for command in parsed.commands:
             self._check_simple(command, parsed, cwds, approved_paths, scan)
         for redirect in parsed.redirects:
@@ -255,8 +267,7 @@ class Checker:
         for name, word in command.assignments:  # the word is the whole `NAME=value`
             if "[" in name:
                 scan.miss(command.raw, f"`{name}=` has a subscript, which is evaluated as arithmetic (it can run code)")
-            if environment.is_protected(name, None if word.text is None else word.text.partition("=")[2]):
-                scan.refuse(f"`{command.raw}` sets {name}, which could change which program runs or inject code")
+            scan.protect(command.raw, name, None if word.text is None else word.text.partition("=")[2])
         for redirect in command.redirects:
             self._check_redirect(redirect, command.raw, cwds, scan)
         if command.words:
@@ -298,8 +309,7 @@ class Checker:
                 scan.miss(raw, reason)
         if base == "env":
             for var, value in rules.env_assignments(base, args):
-                if environment.is_protected(var, value):
-                    scan.refuse(f"`{raw}` sets {var}, which could change which program runs or inject code")
+                scan.protect(raw, var, value)
         for path in rules.written_paths(base, args):
             self._check_write(path, raw, f"`{base}` writes", cwds, scan)
         child_cwds: list[str | None] = [None] if rules.relocates(base, args) else cwds
@@ -315,22 +325,20 @@ class Checker:
 
     def _check_builtin(self, raw: str, name: str, args: list[Word], scan: _Scan) -> bool:
         """Handle shell builtins; True when `name` is one (and has been dealt with)."""
-        if name in rules.SAFE_BUILTINS or name in rules.VARIABLE_BUILTINS:
+        if name in rules.SAFE_BUILTINS or name in VARIABLE_BUILTINS:
             problem = variable_name_problem(name, [a.raw for a in args])
             if problem is not None:
                 scan.miss(raw, problem)
         if name in rules.SAFE_BUILTINS:
             if name in ("read", "printf"):
                 for var in _read_targets(name, args):
-                    if environment.is_protected(var):
-                        scan.refuse(f"`{raw}` assigns {var}, which could change which program runs")
+                    scan.protect(raw, var)
             return True
-        if name in rules.VARIABLE_BUILTINS:
+        if name in VARIABLE_BUILTINS:
             if name != "export" and any(_is_option(a, "n") for a in args):
                 scan.miss(raw, f"`{name} -n` makes a name reference, which can assign any variable later")
             for var, value in rules.env_assignments(name, args):
-                if environment.is_protected(var, value):
-                    scan.refuse(f"`{raw}` sets {var}, which could change which program runs or inject code")
+                scan.protect(raw, var, value)
             return True
         if name in rules.RISKY_BUILTINS:
             scan.miss(raw, f"`{name}` {rules.RISKY_BUILTINS[name]}")
@@ -367,20 +375,10 @@ class Checker:
                     scan.miss(raw, f"{what} to {word.raw!r}, which matches too many files to check")
                     return
             for target in targets:
-                reason = self._write_problem(target)
+                reason = self.files.write_problem(target)
                 if reason is not None:
-                    scan.miss(raw, f"{what} to {reason}")
+                    scan.miss(raw, f"{what}, but {reason}")
                     return
-
-    def _write_problem(self, path: str) -> str | None:
-        real = os.path.realpath(path)
-        if any(_inside(real, p) for p in self.protected):
-            return f"{real}, which holds the exec server's own state"
-        if not any(_inside(real, root) for root in self.roots):
-            return f"{real}, outside the allowed roots"
-        if GIT_DIR in Path(real).parts or GIT_DIR in Path(path).parts:
-            return f"{real}, inside git's own files, whose config and hooks can make git run programs"
-        return None
 
     def _expand(self, word: Word) -> str | None:
         if word.text is None:
@@ -393,10 +391,6 @@ class Checker:
 def _is_option(word: Word, letter: str) -> bool:
     text = word.text or ""
     return text[:1] in ("-", "+") and not text.startswith("--") and letter in text[1:]
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def _glob_directory(raw: str) -> str | None:

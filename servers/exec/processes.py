@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from .output import clean, render
+from .output import OutputBuffer, clean, render
 from .runner import Job, Status
 
 RESULT_CHARS = 12_000  # per stream, in a tool result
@@ -56,30 +56,35 @@ class LogSlice(BaseModel):
 
 
 class ProcessTable:
-    """Background jobs by session id."""
+    """Every started job by session id: running ones (foreground too) and background ones kept for `process`."""
 
     def __init__(self) -> None:
-        self.jobs: dict[str, Job] = {}
-        self.live: set[Job] = set()  # every started job, foreground or not, until it ends
-
-    def add(self, job: Job) -> None:
-        self.jobs[job.id] = job
-        finished = [j for j in self.jobs.values() if j.done.is_set()]
-        for old in finished[: max(0, len(finished) - _KEEP_FINISHED)]:
-            del self.jobs[old.id]
+        self._jobs: dict[str, tuple[Job, bool]] = {}  # id -> (job, whether it is a background session)
 
     def track(self, job: Job) -> None:
-        self.live.add(job)
+        """Count a job that has just started (it is not a session until `add`)."""
+        self._jobs[job.id] = (job, False)
+
+    def add(self, job: Job) -> None:
+        """Make `job` a background session; the oldest finished sessions beyond a limit are dropped."""
+        self._jobs[job.id] = (job, True)
+        finished = [j for j, background in self._jobs.values() if background and j.done.is_set()]
+        for old in finished[: max(0, len(finished) - _KEEP_FINISHED)]:
+            del self._jobs[old.id]
 
     def running(self) -> int:
-        self.live = {job for job in self.live if not job.done.is_set()}
-        return len(self.live)
+        self._jobs = {k: (j, bg) for k, (j, bg) in self._jobs.items() if bg or not j.done.is_set()}
+        return sum(not j.done.is_set() for j, _ in self._jobs.values())
 
     def get(self, session_id: str | None) -> Job | None:
-        return self.jobs.get(session_id or "")
+        job, background = self._jobs.get(session_id or "", (None, False))
+        return job if background else None
+
+    def sessions(self) -> list[Job]:
+        return [job for job, background in self._jobs.values() if background]
 
     def kill_all(self) -> None:
-        for job in self.jobs.values():
+        for job in self.sessions():
             job.kill()
 
     def listing(self) -> SessionList:
@@ -93,7 +98,7 @@ class ProcessTable:
                     exit_code=j.exit_code,
                     duration_s=j.duration_s,
                 )
-                for j in self.jobs.values()
+                for j in self.sessions()
             ]
         )
 
@@ -101,58 +106,70 @@ class ProcessTable:
 def result(job: Job, *, sandboxed: bool, background: bool, note: str | None = None) -> ExecResult:
     """The whole output so far (head and tail when long)."""
     out, err = render(job.stdout, RESULT_CHARS), render(job.stderr, RESULT_CHARS)
-    streams = {"stdout": (out.text, out.cut_bytes), "stderr": (err.text, err.cut_bytes)}
-    return _exec_result(job, streams, job.id if background else None, sandboxed, note)
-
-
-def poll(job: Job, *, sandboxed: bool) -> ExecResult:
-    """Output written since the previous poll, and the current status."""
-    streams: dict[str, tuple[str, int]] = {}
-    for name, buffer in (("stdout", job.stdout), ("stderr", job.stderr)):
-        data, cut = buffer.since(job.cursors[name])
-        job.cursors[name] = buffer.total
-        if len(data) > RESULT_CHARS:
-            cut += len(data) - RESULT_CHARS
-            data = data[-RESULT_CHARS:]
-        streams[name] = (clean(data), cut)
-    note = None if job.done.is_set() else "Still running; poll again later, or kill it."
-    return _exec_result(job, streams, job.id, sandboxed, note)
-
-
-def _exec_result(
-    job: Job, streams: dict[str, tuple[str, int]], session_id: str | None, sandboxed: bool, note: str | None
-) -> ExecResult:
     return ExecResult(
         status=job.status,
         exit_code=job.exit_code,
-        stdout=streams["stdout"][0],
-        stderr=streams["stderr"][0],
-        stdout_cut_bytes=streams["stdout"][1],
-        stderr_cut_bytes=streams["stderr"][1],
+        stdout=out.text,
+        stderr=err.text,
+        stdout_cut_bytes=out.cut_bytes,
+        stderr_cut_bytes=err.cut_bytes,
         duration_s=job.duration_s,
-        session_id=session_id,
+        session_id=job.id if background else None,
         sandboxed=sandboxed,
         note=note,
     )
 
 
+def poll(job: Job, *, sandboxed: bool) -> ExecResult:
+    """Output written since the previous poll, and the current status."""
+    out, out_cut = _new_output(job, "stdout", job.stdout)
+    err, err_cut = _new_output(job, "stderr", job.stderr)
+    return ExecResult(
+        status=job.status,
+        exit_code=job.exit_code,
+        stdout=out,
+        stderr=err,
+        stdout_cut_bytes=out_cut,
+        stderr_cut_bytes=err_cut,
+        duration_s=job.duration_s,
+        session_id=job.id,
+        sandboxed=sandboxed,
+        note=None if job.done.is_set() else "Still running; poll again later, or kill it.",
+    )
+
+
+def _new_output(job: Job, name: str, buffer: OutputBuffer) -> tuple[str, int]:
+    """(text written to `buffer` since the last poll, bytes of it cut), moving the poll cursor on."""
+    data, cut = buffer.since(job.cursors[name])
+    job.cursors[name] = buffer.total
+    if len(data) > RESULT_CHARS:
+        cut += len(data) - RESULT_CHARS
+        data = data[-RESULT_CHARS:]
+    return clean(data), cut
+
+
 def log(job: Job, offset: int, limit: int) -> LogSlice:
     """Lines [offset, offset+limit) of each stream, from what is kept."""
-    slices: dict[str, tuple[str, int]] = {}
-    cut_note: list[str] = []
-    for name, buffer in (("stdout", job.stdout), ("stderr", job.stderr)):
-        head, cut, tail = buffer.snapshot()
-        text = clean(head) + (f"\n[... {cut} bytes cut ...]\n" if cut else "") + clean(tail)
-        lines = text.split("\n")
-        if cut:
-            cut_note.append(f"{cut} bytes were cut from the middle of {name}")
-        slices[name] = ("\n".join(lines[offset : offset + limit]), len(lines))
+    out, out_lines, out_cut = _lines(job.stdout, offset, limit)
+    err, err_lines, err_cut = _lines(job.stderr, offset, limit)
+    cut_note = [
+        f"{cut} bytes were cut from the middle of {name}"
+        for name, cut in (("stdout", out_cut), ("stderr", err_cut))
+        if cut
+    ]
     return LogSlice(
         session_id=job.id,
         status=job.status,
-        stdout=slices["stdout"][0],
-        stderr=slices["stderr"][0],
-        stdout_lines=slices["stdout"][1],
-        stderr_lines=slices["stderr"][1],
+        stdout=out,
+        stderr=err,
+        stdout_lines=out_lines,
+        stderr_lines=err_lines,
         note="; ".join(cut_note) or None,
     )
+
+
+def _lines(buffer: OutputBuffer, offset: int, limit: int) -> tuple[str, int, int]:
+    """(lines [offset, offset+limit) of what `buffer` keeps, how many lines it keeps, bytes cut from its middle)."""
+    head, cut, tail = buffer.snapshot()
+    lines = (clean(head) + (f"\n[... {cut} bytes cut ...]\n" if cut else "") + clean(tail)).split("\n")
+    return "\n".join(lines[offset : offset + limit]), len(lines), cut

@@ -40,8 +40,6 @@ SAFE_BUILTINS = frozenset(
         "dirs",
     }
 )
-# Builtins that set variables: allowed unless they name a protected variable.
-VARIABLE_BUILTINS = frozenset({"export", "unset", "local", "declare", "typeset", "readonly"})
 # Builtins that run their arguments, source files or reconfigure the shell.
 RISKY_BUILTINS = {
     "eval": "runs its arguments as shell code",

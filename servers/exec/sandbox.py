@@ -78,16 +78,21 @@ def secret_paths(home: Path, hermitcrab_home: Path) -> tuple[Path, ...]:
     return (hermitcrab_home, *(home / name for name in SECRETS))
 
 
-def detect(mode: SandboxMode, *, network: bool = True, hidden: Sequence[Path] = ()) -> Sandbox | None:
-    """The sandbox to use for `mode`, or None to run unsandboxed; raises SandboxUnavailable for a failed `bwrap`."""
+def detect(
+    mode: SandboxMode, *, network: bool = True, hidden: Sequence[Path] = ()
+) -> tuple[Sandbox | None, str | None]:
+    """(the sandbox to use for `mode` or None to run unsandboxed, why bwrap is not used under `auto`).
+
+    The probe runs here, once; raises SandboxUnavailable when `mode` is `bwrap` and the probe fails.
+    """
     if mode == "none":
-        return None
+        return None, None
     problem = probe()
     if problem is None:
-        return Sandbox(shutil.which("bwrap") or "bwrap", network, tuple(hidden))
+        return Sandbox(shutil.which("bwrap") or "bwrap", network, tuple(hidden)), None
     if mode == "bwrap":
         raise SandboxUnavailable(problem)
-    return None
+    return None, problem
 
 
 def probe() -> str | None:

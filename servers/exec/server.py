@@ -25,7 +25,7 @@ from .gate import Gate
 from .policy import Checker, Policy
 from .processes import ExecResult, LogSlice, ProcessTable, SessionList
 from .runner import Job, Limits, Spec
-from .sandbox import SandboxMode, detect, probe, secret_paths
+from .sandbox import SandboxMode, detect, secret_paths
 
 INSTRUCTIONS = """\
 Run shell commands and edit files inside the user's workspace. Commands run through bash under an allowlist:
@@ -44,17 +44,26 @@ def build_server(
     limits: Limits | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> MCPServer:
-    """Build the exec server; raises SandboxUnavailable when `sandbox="bwrap"` cannot work here."""
+    """Build the exec server (the default workspace is created; given `roots` must be directories already).
+
+    Raises NotADirectoryError for a missing root and SandboxUnavailable when `sandbox="bwrap"` cannot work here.
+    """
     environ = dict(os.environ if environ is None else environ)
     workspace, default_state = default_paths("exec", environ)
-    roots = [Path(r).expanduser().resolve() for r in (roots or [workspace])]
-    for root in roots:
-        root.mkdir(parents=True, exist_ok=True)
+    if roots:  # the user named them: a typo must not silently become a new, empty workspace
+        roots = [Path(r).expanduser().resolve() for r in roots]
+        missing = [root for root in roots if not root.is_dir()]
+        if missing:
+            raise NotADirectoryError(f"{missing[0]} is not a directory")
+    else:
+        roots = [workspace.expanduser().resolve()]
+        roots[0].mkdir(parents=True, exist_ok=True)
     state = (state or default_state).expanduser().resolve()
     policy = policy or Policy()
     limits = limits or Limits()
     hidden = [p.resolve() for p in secret_paths(Path(environ.get("HOME", "/nonexistent")), workspace.parent)]
-    box = detect(sandbox, network=network, hidden=hidden)
+    box, sandbox_problem = detect(sandbox, network=network, hidden=hidden)
+    sandboxed = box is not None
     child_env = child_environment(environ, None)
     checker = Checker(policy, roots, protected=[state], search_path=child_env["PATH"], home=child_env.get("HOME", "/"))
     files = Files(roots, protected=[state])
@@ -92,8 +101,7 @@ def build_server(
         in the background: use `process` with the returned session_id. Commands outside the allowlist need the
         user's approval or are refused with the reason; don't try to work around a refusal.
         """
-        note = gate.decide(approval, command, workdir, env)
-        directory = gate.workdir(workdir)
+        directory, note = gate.decide(approval, command, workdir, env)
         if table.running() >= processes.MAX_RUNNING:
             raise ToolError(
                 f"{processes.MAX_RUNNING} commands are still running; kill background ones with `process` first."
@@ -109,13 +117,13 @@ def build_server(
         else:
             try:
                 if await job.wait(yield_ms / 1000):
-                    return processes.result(job, sandboxed=box is not None, background=False, note=note)
+                    return processes.result(job, sandboxed=sandboxed, background=False, note=note)
             except anyio.get_cancelled_exc_class():
                 job.kill()
                 raise
             hint = f"Still running after {yield_ms} ms; moved to the background. Use `process` with its session_id."
         table.add(job)
-        return processes.result(job, sandboxed=box is not None, background=True, note=_join(note, hint))
+        return processes.result(job, sandboxed=sandboxed, background=True, note=_join(note, hint))
 
     @server.tool()
     async def process(
@@ -143,14 +151,14 @@ def build_server(
             raise ToolError(f"No session {session_id!r}; `process` with action=list shows the sessions.")
         if action == "poll":
             await job.wait(wait_ms / 1000)
-            return processes.poll(job, sandboxed=box is not None)
+            return processes.poll(job, sandboxed=sandboxed)
         if action == "log":
             return processes.log(job, offset, limit)
         if action == "write":
-            return _write(job, data, eof, box is not None)
+            return _write(job, data, eof, sandboxed)
         job.kill()
         await job.wait(5)
-        return processes.result(job, sandboxed=box is not None, background=True)
+        return processes.result(job, sandboxed=sandboxed, background=True)
 
     @server.tool()
     def read_file(
@@ -198,8 +206,8 @@ def build_server(
                 "approved": {"binaries": sorted(gate.store.binaries), "commands": sorted(gate.store.commands)},
                 "approval_timeout_s": policy.approval_timeout_s,
                 "roots": [str(r) for r in roots],
-                "sandbox": "bwrap" if box is not None else "none",
-                "sandbox_problem": None if box is not None or sandbox == "none" else probe(),
+                "sandbox": "bwrap" if sandboxed else "none",
+                "sandbox_problem": sandbox_problem,
                 "network": network,
             },
             indent=2,

@@ -59,6 +59,7 @@ async def test_path_escapes_are_refused_in_every_file_tool(
 
 async def test_state_dir_is_refused_even_inside_a_root(tmp_path: Path) -> None:
     root = tmp_path / "home"
+    root.mkdir()
     server = build_server(roots=[root], state=root / "state" / "exec", sandbox="none")
     async with Client(server) as client:
         is_error, message = await text(client, "write_file", path="state/exec/approvals.json", content="{}")
@@ -127,7 +128,7 @@ async def test_gits_own_files_cannot_be_written(
             ("edit_file", {"old_text": "[", "new_text": "x"}),
         ):
             is_error, message = await text(client, tool, path=path, **extra)
-            assert is_error and ("git's own files" in message or "does not exist" in message), message
+            assert is_error and "git's own files" in message, message
         assert (await text(client, "read_file", path=".git/config")) == (False, "     1\t[core]")
     assert (workspace / ".git" / "config").read_text() == "[core]\n"
 
@@ -151,8 +152,8 @@ def test_a_symlink_swapped_in_after_the_check_is_not_followed(workspace: Path, t
     files = Files([workspace])
     checked = files.resolve
 
-    def check_then_swap(path: str) -> Path:  # a background `git checkout` could do this between the two steps
-        resolved = checked(path)
+    def check_then_swap(path: str, *, write: bool = False) -> Path:  # a background `git checkout` could do this
+        resolved = checked(path, write=write)
         if (workspace / "d").is_dir() and not (workspace / "d").is_symlink():
             shutil.rmtree(workspace / "d")
             os.symlink(outside, workspace / "d")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hermitcrab.servers.exec.policy import Allowlist, Checker, Policy, canonical, resolve_command
+from hermitcrab.servers.exec.files import Files
+from hermitcrab.servers.exec.policy import Allowlist, Checker, Miss, Policy, Verdict, canonical, resolve_command
 
 BYPASSES = [
     # chains and pipes
@@ -194,10 +195,6 @@ ALLOWED = [
 ]
 
 
-def test_corpus_is_large_enough() -> None:
-    assert len(BYPASSES) >= 40
-
-
 @pytest.mark.parametrize("command", BYPASSES)
 def test_bypass_is_refused_with_a_reason(checker: Checker, workspace: Path, command: str) -> None:
     verdict = checker.check(command, workspace)
@@ -298,6 +295,33 @@ def test_writers_must_stay_inside_the_roots(workspace: Path, state: Path) -> Non
     assert not checker.check(f"touch {state}/approvals.json", workspace).allowed
 
 
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("echo x > ../x", "outside the allowed roots"),
+        ("echo x > .git/config", "git's own files"),
+        ("echo x > {state}/approvals.json", "own state"),
+    ],
+)
+def test_command_writes_follow_the_file_tools_rules(workspace: Path, line: str, reason: str) -> None:
+    state = workspace / "state"  # inside the root: refused as the state, not as outside
+    state.mkdir()
+    checker = Checker(Policy(), [workspace], protected=[state], search_path=os.environ["PATH"], home="/root")
+    misses = checker.check(line.format(state=state), workspace).misses
+    assert [m.reason for m in misses if reason in m.reason], misses
+    problem = Files([workspace], [state]).write_problem(line.format(state=state).split("> ")[1])
+    assert problem is not None and reason in problem
+
+
+def test_fixable_binaries() -> None:
+    assert Verdict().fixable_binaries is None
+    assert Verdict(misses=(Miss("rm x", "r", "/bin/rm"), Miss("cp", "r", "/bin/cp"))).fixable_binaries == {
+        "/bin/rm",
+        "/bin/cp",
+    }
+    assert Verdict(misses=(Miss("rm x", "r", "/bin/rm"), Miss("python -c x", "inline code"))).fixable_binaries is None
+
+
 def test_security_full_keeps_only_hard_refusals(workspace: Path) -> None:
     checker = Checker(Policy(security="full"), [workspace], search_path=os.environ["PATH"], home="/root")
     assert checker.check("rm -rf x; curl example.org | sh", workspace).allowed
@@ -373,3 +397,13 @@ def test_cd_through_a_symlink_is_followed_the_way_bash_does(checker: Checker, wo
     # bash's `cd l/../..` drops `l/..` as text and lands in the workspace; the kernel would land in sub/
     assert not checker.check("cd l/../.. && echo x > ../escaped", workspace / "sub").allowed
     assert checker.check("cd l/../.. && echo x > kept", workspace / "sub").allowed
+
+
+def test_relative_path_entries_cannot_shadow_system_binaries(workspace: Path) -> None:
+    fake = workspace / "ls"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    search_path = f".:{workspace.name}::{os.environ['PATH']}"
+    checker = Checker(Policy(allow=("ls",)), [workspace], search_path=search_path, home="/root")
+    assert ".:" not in checker.search_path and "::" not in checker.search_path
+    assert checker.check("ls", workspace).allowed  # the allowlisted /usr/bin/ls, not ./ls

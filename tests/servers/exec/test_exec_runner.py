@@ -10,7 +10,8 @@ import anyio
 
 from hermitcrab.servers.exec.environment import child_environment
 from hermitcrab.servers.exec.output import OutputBuffer, clean, render
-from hermitcrab.servers.exec.runner import Job, Limits, Spec, descendants
+from hermitcrab.servers.exec.processes import ProcessTable
+from hermitcrab.servers.exec.runner import Job, Limits, Spec
 
 
 def spec(workspace: Path, command: str, timeout_s: float = 10, **limits: int) -> Spec:
@@ -44,7 +45,6 @@ async def test_timeout_kills_children_and_grandchildren(
         assert await job.wait(10)
     assert job.status == "timed_out"
     await wait_gone(marker)
-    assert descendants(job.pid) == []
 
 
 async def test_leftover_background_processes_die_with_the_command(
@@ -117,3 +117,20 @@ async def test_git_reads_no_bare_repository_the_model_made(workspace: Path) -> N
     assert await job.wait(10)
     assert "pwned" not in render(job.stdout, 1000).text
     assert "safe.bareRepository" in render(job.stderr, 1000).text  # not a repository unless named explicitly
+
+
+async def test_the_table_counts_foreground_jobs_but_lists_only_sessions(workspace: Path) -> None:
+    table = ProcessTable()
+    foreground, background = Job(spec(workspace, "cat")), Job(spec(workspace, "cat"))
+    for job in (foreground, background):
+        table.track(job)
+    table.add(background)
+    assert table.running() == 2
+    assert table.get(foreground.id) is None and table.get(background.id) is background
+    assert [s.session_id for s in table.listing().sessions] == [background.id]
+    foreground.kill()
+    assert await foreground.wait(5)
+    assert table.running() == 1
+    table.kill_all()
+    assert await background.wait(5)
+    assert table.running() == 0 and table.get(background.id) is background  # finished sessions stay readable

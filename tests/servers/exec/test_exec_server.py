@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+
+from hermitcrab.servers.exec.sandbox import SandboxUnavailable, detect
 
 
 async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
@@ -100,6 +103,23 @@ async def test_status_resource(server_factory: Callable[..., MCPServer]) -> None
     status = json.loads(result.contents[0].text)  # type: ignore[union-attr]
     assert status["security"] == "allowlist" and status["sandbox"] == "none"
     assert any(path.endswith("/ls") for path in status["allow"])
+
+
+async def test_a_missing_sandbox_is_reported(
+    monkeypatch: pytest.MonkeyPatch, server_factory: Callable[..., MCPServer]
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(SandboxUnavailable, match="not installed"):
+        detect("bwrap")
+    box, problem = detect("auto")
+    assert box is None and problem is not None and "not installed" in problem
+    assert detect("none") == (None, None)
+    with pytest.raises(SandboxUnavailable, match="not installed"):
+        server_factory(sandbox="bwrap")
+    async with Client(server_factory(sandbox="auto")) as client:
+        result = await client.read_resource("exec://status")
+    status = json.loads(result.contents[0].text)  # type: ignore[union-attr]
+    assert status["sandbox"] == "none" and "not installed" in status["sandbox_problem"]
 
 
 async def test_a_payload_in_env_cannot_run_through_arithmetic(
