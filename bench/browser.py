@@ -18,18 +18,18 @@ import asyncio
 import json
 import statistics
 import sys
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from playwright.async_api import Page, async_playwright
 
+sys.path.insert(0, str(Path(__file__).parents[1]))
+
 from hermitcrab.servers.browser.launcher import LAUNCH_ARGS, find_executable
 from hermitcrab.servers.browser.snapshot import Node, parse, render
+from tests.support.static_files import serve_directory
 
 PAGES = Path(__file__).parent / "pages" / "browser"
 KINDS = {
@@ -41,17 +41,6 @@ KINDS = {
 }
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-def serve(directory: Path) -> tuple[ThreadingHTTPServer, str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(directory)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
-
-
 async def timed(fn: Callable[[], Awaitable[str]], runs: int) -> tuple[str, float]:
     """The output and the median wall time in milliseconds over `runs` calls."""
     times, out = [], ""
@@ -60,16 +49,6 @@ async def timed(fn: Callable[[], Awaitable[str]], runs: int) -> tuple[str, float
         out = await fn()
         times.append((time.perf_counter() - start) * 1000)
     return out, statistics.median(times)
-
-
-def _render_times(ai: str, url: str, runs: int) -> list[float]:
-    """Our own cost alone: rendering an already captured AI snapshot."""
-    times: list[float] = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        render(ai, base_url=url)
-        times.append((time.perf_counter() - start) * 1000)
-    return times
 
 
 def actionable_refs(nodes: list[Node]) -> Iterator[str]:
@@ -88,7 +67,11 @@ async def measure(page: Page, runs: int) -> dict[str, Any]:
 
     full, full_ms = await timed(lambda: ours(False), runs)
     small, small_ms = await timed(lambda: ours(True), runs)
-    render_ms = statistics.median(_render_times(ai, page.url, runs))
+
+    async def render_only() -> str:  # our own cost alone: rendering an already captured AI snapshot
+        return render(ai, base_url=page.url).text
+
+    _, render_ms = await timed(render_only, runs)
     wanted = set(actionable_refs(parse(ai)))
     shown = render(ai, base_url=page.url).refs
     compact_shown = render(ai, compact=True, base_url=page.url).refs
@@ -111,19 +94,18 @@ async def measure(page: Page, runs: int) -> dict[str, Any]:
 
 
 async def run(runs: int) -> dict[str, dict[str, Any]]:
-    server, base = serve(PAGES)
     results: dict[str, dict[str, Any]] = {}
-    async with async_playwright() as playwright:
-        executable = find_executable(None, playwright.chromium.executable_path)
-        browser = await playwright.chromium.launch(
-            executable_path=str(executable) if executable else None, args=list(LAUNCH_ARGS)
-        )
-        page = await browser.new_page(viewport={"width": 1280, "height": 720})
-        for kind, name in KINDS.items():
-            await page.goto(f"{base}/{name}", wait_until="load")
-            results[kind] = await measure(page, runs)
-        await browser.close()
-    server.shutdown()
+    with serve_directory(PAGES) as base:
+        async with async_playwright() as playwright:
+            executable = find_executable(None, playwright.chromium.executable_path)
+            browser = await playwright.chromium.launch(
+                executable_path=str(executable) if executable else None, args=list(LAUNCH_ARGS)
+            )
+            page = await browser.new_page(viewport={"width": 1280, "height": 720})
+            for kind, name in KINDS.items():
+                await page.goto(f"{base}/{name}", wait_until="load")
+                results[kind] = await measure(page, runs)
+            await browser.close()
     return results
 
 

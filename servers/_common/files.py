@@ -33,16 +33,20 @@ def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-def append_jsonl(path: Path, record: Any) -> None:
-    """Append one JSON line in a single write, so concurrent appenders never interleave within a line."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+def append_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Append `data` in a single write and fsync, so concurrent appenders never interleave within it."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
     try:
-        os.write(fd, line)
+        os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def append_jsonl(path: Path, record: Any) -> None:
+    """Append one JSON line in a single write, so concurrent appenders never interleave within a line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    append_bytes(path, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 def read_jsonl(path: Path) -> Iterator[Any]:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import serve
 
-from .config import BrowserConfig, default_state_dir, hermitcrab_home
+from .config import BrowserConfig
 from .origins import parse_origins
 from .server import build_server
 
@@ -18,13 +20,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="hermitcrab-browser",
         description="MCP server driving a real Chromium through accessibility snapshots with refs.",
     )
+    parser.add_argument("--headless", action="store_true", default=True, help="run without a window (default)")
     parser.add_argument(
-        "--headless",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="run without a window (default); --no-headless shows it",
+        "--headed", "--no-headless", dest="headless", action="store_false", help="show the browser window"
     )
-    parser.add_argument("--headed", dest="headless", action="store_false", help="show the browser window")
     profile = parser.add_mutually_exclusive_group()
     profile.add_argument(
         "--profile",
@@ -71,9 +70,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def config_from_args(args: argparse.Namespace) -> BrowserConfig:
-    state = (args.state or default_state_dir()).expanduser()
+    workspace, default_state = default_paths("browser", os.environ)
+    state = (args.state or default_state).expanduser()
     profile = None if args.isolated else (args.profile or state / "profile").expanduser()
-    roots = tuple(path.expanduser() for path in args.root) if args.root else (hermitcrab_home() / "workspace",)
+    roots = tuple(path.expanduser() for path in args.root) if args.root else (workspace,)
     return BrowserConfig(
         state_dir=state,
         profile_dir=profile,

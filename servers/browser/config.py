@@ -6,14 +6,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
-def hermitcrab_home() -> Path:
-    """`$HERMITCRAB_HOME`, or ~/.hermitcrab."""
-    return Path(os.environ.get("HERMITCRAB_HOME") or Path.home() / ".hermitcrab").expanduser()
+from hermitcrab.servers._common.paths import default_paths
 
 
 def default_state_dir() -> Path:
-    return hermitcrab_home() / "state" / "browser"
+    return default_paths("browser", os.environ)[1]
 
 
 @dataclass(frozen=True)

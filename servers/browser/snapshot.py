@@ -177,17 +177,16 @@ def _split_single_quoted(entry: str) -> tuple[str, str]:
 
 def _split_key(entry: str) -> tuple[str, str]:
     """Split at the first `:` that is not inside the double-quoted name."""
-    in_quotes = False
-    escaped = False
-    for index, char in enumerate(entry):
-        if escaped:
-            escaped = False
+    index = 0
+    while index < len(entry):
+        char = entry[index]
+        if char == '"':
+            index += _closing_quote(entry[index:])
         elif char == "\\":
-            escaped = True
-        elif char == '"':
-            in_quotes = not in_quotes
-        elif char == ":" and not in_quotes:
+            index += 1
+        elif char == ":":
             return entry[:index], entry[index:]
+        index += 1
     return entry, ""
 
 

@@ -13,15 +13,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 
+from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import serve
 
 from .embed import DEFAULT_EMBEDDER, EMBEDDER_HELP, make_embedder
 from .ranking import RankSettings
 from .server import build_server
-
-
-def _home() -> Path:
-    return Path(os.environ.get("HERMITCRAB_HOME", "~/.hermitcrab")).expanduser()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -86,14 +83,14 @@ def _settings(mode: str) -> RankSettings:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    home = _home()
+    workspace, state = default_paths("memory", os.environ)
     try:
         embedder = make_embedder(args.embedder, os.environ.get("OPENAI_API_KEY"))
     except ValueError as exc:
         _parser().error(str(exc))
     server = build_server(
-        workspace=args.workspace or home / "workspace",
-        state=args.state or home / "state" / "memory",
+        workspace=args.workspace or workspace,
+        state=args.state or state,
         embedder=embedder,
         extra_paths=tuple(args.extra_path),
         settings=_settings(args.search),

@@ -20,7 +20,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+|(?<=[\u3002\uff01\u
 class Chunk:
     """One unit of a file: its 1-based inclusive line range, text and the headings above it."""
 
-    path: str
     start_line: int
     end_line: int
     text: str
@@ -37,7 +36,7 @@ def _is_time_like(heading: str) -> bool:
     return re.fullmatch(r"[\d:\-./ apmAPM]+", heading) is not None
 
 
-def chunk_markdown(path: str, text: str) -> list[Chunk]:
+def chunk_markdown(text: str) -> list[Chunk]:
     """Units of `text` in file order; headings are context, not units (unless a file has nothing else)."""
     lines = text.splitlines()
     chunks: list[Chunk] = []
@@ -47,7 +46,7 @@ def chunk_markdown(path: str, text: str) -> list[Chunk]:
 
     def flush() -> None:
         if block:
-            chunks.extend(_split_unit(path, block, tuple(h for _, h in headings)))
+            chunks.extend(_split_unit(block, tuple(h for _, h in headings)))
             block.clear()
 
     for number, line in enumerate(lines, start=1):
@@ -77,24 +76,21 @@ def chunk_markdown(path: str, text: str) -> list[Chunk]:
             block.append((number, line))
     flush()
     if not chunks and headings:
-        chunks.append(Chunk(path, 1, len(lines), "\n".join(h for _, h in headings), ()))
+        chunks.append(Chunk(1, len(lines), "\n".join(h for _, h in headings), ()))
     return chunks
 
 
-def _split_unit(path: str, block: list[tuple[int, str]], headings: tuple[str, ...]) -> list[Chunk]:
+def _split_unit(block: list[tuple[int, str]], headings: tuple[str, ...]) -> list[Chunk]:
     """One chunk per block, or several when it is long: split at line, then sentence, boundaries."""
     pieces: list[tuple[int, int, str]] = []
     for number, line in block:
         for part in _pieces(line.strip()):
-            if pieces and pieces[-1][0] != number and len(pieces[-1][2]) + len(part) + 1 <= MAX_UNIT_CHARS:
-                first, _, joined = pieces[-1]
-                pieces[-1] = (first, number, f"{joined}\n{part}")
-            elif pieces and pieces[-1][1] == number and len(pieces[-1][2]) + len(part) + 1 <= MAX_UNIT_CHARS:
+            if pieces and len(pieces[-1][2]) + len(part) + 1 <= MAX_UNIT_CHARS:
                 first, last, joined = pieces[-1]
-                pieces[-1] = (first, last, f"{joined} {part}")
+                pieces[-1] = (first, number, joined + (" " if last == number else "\n") + part)
             else:
                 pieces.append((number, number, part))
-    return [Chunk(path, first, last, body, headings) for first, last, body in pieces if body.strip()]
+    return [Chunk(first, last, body, headings) for first, last, body in pieces if body.strip()]
 
 
 def _pieces(line: str) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from hermitcrab.servers._common.files import append_bytes
 from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
 
 EVERGREEN = ("MEMORY.md", "USER.md")
@@ -123,11 +124,6 @@ def file_date(rel: str) -> dt.date | None:
         return None
 
 
-def is_evergreen(rel: str) -> bool:
-    """MEMORY.md, USER.md and undated topic files never decay."""
-    return file_date(rel) is None
-
-
 def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path) -> tuple[int, int]:
     """Append `text` (under `heading`, if given) to `path`; returns the 1-based line range written.
 
@@ -142,12 +138,7 @@ def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path) -> 
         head = prefix + (f"## {heading}\n\n" if heading else "")
         block = head + text.strip("\n") + "\n"
         start = existing.count(b"\n") + head.count("\n") + 1
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, block.encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_bytes(path, block.encode("utf-8"), mode=0o644)
     return start, start + text.strip("\n").count("\n")
 
 

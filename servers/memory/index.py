@@ -48,14 +48,6 @@ class FileRecord:
     keys: list[str] = field(default_factory=list[str])
 
 
-@dataclass
-class SyncReport:
-    changed: list[str] = field(default_factory=list[str])
-    removed: list[str] = field(default_factory=list[str])
-    embedded: int = 0
-    seconds: float = 0.0
-
-
 class MemoryIndex:
     """BM25 + vector index over the memory files of one workspace."""
 
@@ -73,12 +65,12 @@ class MemoryIndex:
         state.mkdir(parents=True, exist_ok=True)
         self._lock = FileLock(str(state / "index.lock"), timeout=120)
         self.files: dict[str, FileRecord] = {}
-        self.errors: dict[str, str] = {}
-        self._bad: dict[str, memfiles.FileStat] = {}
+        # Files left out of the index: the stat they had when tried, and why.
+        self.skipped: dict[str, tuple[memfiles.FileStat, str]] = {}
         self.warnings: list[str] = []
         self.last_error: str | None = None
         self.last_sync: float | None = None
-        self.last_report = SyncReport()
+        self.last_sync_seconds = 0.0
         self._ids: dict[str, tuple[str, int]] = {}
         self._order: list[tuple[str, int]] = []
         with self._lock:
@@ -90,30 +82,33 @@ class MemoryIndex:
 
     # -- keeping in step -------------------------------------------------------------------------------------
 
-    def sync(self, progress: ProgressFactory | None = None) -> SyncReport:
+    def pending(self) -> tuple[dict[str, memfiles.FileStat], list[str]]:
+        """What a sync would do: files new or changed on disk (with their stat), and files no longer there."""
+        on_disk = memfiles.discover(self.roots)
+        known = {rel: record.stat for rel, record in self.files.items()}
+        known |= {rel: stat for rel, (stat, _) in self.skipped.items()}
+        stale = {rel: stat for rel, stat in on_disk.items() if known.get(rel) != stat}
+        gone = [rel for rel in known if rel not in on_disk]
+        return stale, gone
+
+    def sync(self, progress: ProgressFactory | None = None) -> None:
         """Bring the index up to date with the files; cheap when nothing changed."""
         started = time.perf_counter()
-        on_disk = memfiles.discover(self.roots)
-        known = {rel: record.stat for rel, record in self.files.items()} | self._bad
-        stale = [rel for rel, stat in on_disk.items() if known.get(rel) != stat]
-        gone = [rel for rel in self.files if rel not in on_disk]
-        gone += [rel for rel in self.errors if rel not in on_disk]
+        stale, gone = self.pending()
         if not stale and not gone and self.last_sync is not None:
-            return SyncReport()
-        report = SyncReport()
+            return
         with self._lock:
             meta = self._read_meta()
             indexed: dict[str, dict[str, Any]] = meta.get("files", {})
-            for rel in stale:
-                record = self._load(rel, on_disk[rel])
+            for rel, stat in stale.items():
+                record = self._load(rel, stat)
                 if record is None:
                     self.files.pop(rel, None)
                 else:
                     self.files[rel] = record
             for rel in gone:
                 self.files.pop(rel, None)
-                self.errors.pop(rel, None)
-                self._bad.pop(rel, None)
+                self.skipped.pop(rel, None)
             clear = meta.get("lexical") != self._lexical_signature() or (
                 self.last_sync is None and self._lexical_mismatch(indexed)
             )
@@ -122,27 +117,22 @@ class MemoryIndex:
             drop = [rel for rel in done if rel not in self.files or rel in rewrite]
             if rewrite or drop or clear:
                 self.lexical.replace(drop, [row for rel in rewrite for row in self._lexical_rows(rel)], clear=clear)
-            report.embedded = self._embed(progress)
+            self._embed(progress)
             self._write_meta()
-            report.changed, report.removed = sorted(stale), sorted(set(gone))
         self.lexical.refresh()  # another process may have committed the documents of these files
         self._reorder()
         self.last_sync = time.time()
-        report.seconds = time.perf_counter() - started
-        self.last_report = report
-        return report
+        self.last_sync_seconds = time.perf_counter() - started
 
     def _load(self, rel: str, stat: memfiles.FileStat) -> FileRecord | None:
         try:
             text = memfiles.read_text(self.roots.absolute(rel))
         except memfiles.UnreadableFile as exc:
-            self.errors[rel] = str(exc)
-            self._bad[rel] = stat
+            self.skipped[rel] = (stat, str(exc))
             return None
-        self.errors.pop(rel, None)
-        self._bad.pop(rel, None)
+        self.skipped.pop(rel, None)
         digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-        chunks = chunk_markdown(rel, text)
+        chunks = chunk_markdown(text)
         context = (self.settings.embed_context_chars, self.settings.embed_after_chars)
         texts = [_embed_text(chunks, i, *context) for i in range(len(chunks))]
         keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in texts]
@@ -166,14 +156,13 @@ class MemoryIndex:
             rows.append((f"{rel}\x1f{i}", rel, body, near))
         return rows
 
-    def _embed(self, progress: ProgressFactory | None) -> int:
+    def _embed(self, progress: ProgressFactory | None) -> None:
         if self.vectors is None:
-            return 0
+            return
         items = [item for record in self.files.values() for item in zip(record.keys, record.embed_texts, strict=True)]
         todo = self.vectors.missing(items)
-        if not todo:
-            return 0
-        return self.vectors.embed(todo, progress(len(todo)) if progress else None)
+        if todo:
+            self.vectors.embed(todo, progress(len(todo)) if progress else None)
 
     def _reorder(self) -> None:
         self._order = [(rel, i) for rel in sorted(self.files) for i in range(len(self.files[rel].chunks))]

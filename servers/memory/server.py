@@ -203,13 +203,8 @@ def build_server(
     def memory_status() -> Status:
         """Report the memory index: files and chunks indexed, embedder, freshness, skipped files, last error."""
         index = memory.index
-        pending = memfiles.discover(roots)
-        known = {rel: record.stat for rel, record in index.files.items()}
-        fresh = (
-            index.last_sync is not None
-            and all(known.get(rel) == stat for rel, stat in pending.items() if rel not in index.errors)
-            and set(known) <= set(pending)
-        )
+        stale, gone = index.pending()
+        fresh = index.last_sync is not None and not stale and not gone
         last = dt.datetime.fromtimestamp(index.last_sync, dt.UTC).isoformat() if index.last_sync else None
         return Status(
             workspace=str(roots.workspace),
@@ -219,9 +214,9 @@ def build_server(
             model=embedder.model if embedder else None,
             vectors_cached=index.vectors.cached if index.vectors else 0,
             last_sync=last,
-            last_sync_seconds=round(index.last_report.seconds, 3),
+            last_sync_seconds=round(index.last_sync_seconds, 3),
             fresh=fresh,
-            skipped=dict(index.errors),
+            skipped={rel: reason for rel, (_, reason) in index.skipped.items()},
             warnings=list(index.warnings),
             last_error=index.last_error,
         )

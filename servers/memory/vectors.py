@@ -66,9 +66,8 @@ class VectorStore:
         """The `(key, text)` pairs not embedded yet, without duplicates."""
         return list({key: text for key, text in items if key not in self._cache}.items())
 
-    def embed(self, items: Sequence[tuple[str, str]], progress: Progress | None = None) -> int:
-        """Embed and persist the `(key, text)` pairs not cached yet, in batches; returns how many were new."""
-        todo = self.missing(items)
+    def embed(self, todo: Sequence[tuple[str, str]], progress: Progress | None = None) -> None:
+        """Embed and persist `todo`, the `(key, text)` pairs `missing` returned, in batches."""
         for start in range(0, len(todo), BATCH * 8):
             part = todo[start : start + BATCH * 8]
             rows: list[Vectors] = []
@@ -81,7 +80,6 @@ class VectorStore:
             self._persist([key for key, _ in part], matrix)
             for (key, _), row in zip(part, matrix, strict=True):
                 self._cache[key] = row
-        return len(todo)
 
     def _persist(self, keys: list[str], matrix: Vectors) -> None:
         flat: Any = pa.array(matrix.astype(np.float32).ravel(), type=pa.float32())

@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import AsyncIterator, Iterator
 from http import cookies
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
 
 from hermitcrab.servers.browser import BrowserConfig, Session
+from tests.support.static_files import QuietHandler, serve_directory
 
 PAGES = Path(__file__).parent / "pages"
 
 
-class _Pages(SimpleHTTPRequestHandler):
+class _Pages(QuietHandler):
     """Static test pages plus a tiny login endpoint that sets a cookie, and /whoami that reads it."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, directory=str(PAGES), **kwargs)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -51,19 +46,12 @@ class _Pages(SimpleHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data.encode())
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
 
 @pytest.fixture(scope="session")
 def site() -> Iterator[str]:
     """Base URL of the test pages, e.g. http://127.0.0.1:41234."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve_directory(PAGES, _Pages) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")

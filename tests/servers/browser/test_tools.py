@@ -188,9 +188,13 @@ async def test_console_and_network_logs(client: Client, site: str) -> None:
 
 
 async def test_action_returns_a_diff_when_small(client: Client, site: str) -> None:
+    page = await call(client, "browser_navigate", url=f"{site}/extras.html")
+    hovered = await call(client, "browser_click", ref=ref_of(page, 'button "Hover target"'))
+    assert "```diff\n" in hovered and "\n-- paragraph: Idle\n+- paragraph: Hovered\n" in hovered
+    assert 'link "Download notes"' not in hovered  # only the change and the line next to it
     page = await call(client, "browser_navigate", url=f"{site}/second.html")
     pressed = await call(client, "browser_click", ref=ref_of(page, 'button "Press me"'))
-    assert "unchanged" in pressed or "```diff" in pressed or 'button "Pressed"' in pressed
+    assert "```diff" not in pressed and 'button "Pressed"' in pressed  # on a tiny page a diff is no shorter
     again = await call(client, "browser_snapshot", compact=True)
     assert 'button "Pressed"' in again
 
@@ -262,13 +266,17 @@ async def test_wait_for_arguments(client: Client, site: str) -> None:
 
 
 async def test_compact_mode_sticks_for_later_actions(client: Client, site: str) -> None:
-    await call(client, "browser_navigate", url=f"{site}/login.html")
+    await call(client, "browser_navigate", url=f"{site}/extras.html")
     compact = await call(client, "browser_snapshot", compact=True)
-    assert "Snapshot (compact" in compact
+    assert "Snapshot (compact" in compact and "paragraph" not in compact
+    # The hover changes only the paragraph, which a compact snapshot leaves out (a full one would show a diff).
+    hovered = await call(client, "browser_click", ref=ref_of(compact, 'button "Hover target"'))
+    assert "- Snapshot: unchanged since the last one" in hovered and "Hovered" not in hovered
     resized = await call(client, "browser_resize", width=500, height=600)
-    assert "Resized the viewport to 500x600" in resized
+    assert "Resized the viewport to 500x600" in resized and "- Snapshot: unchanged since the last one" in resized
     full = await call(client, "browser_snapshot")
     assert "compact" not in full.split("```yaml")[0].split("Snapshot")[-1]
+    assert "- paragraph: Hovered" in full
 
 
 async def test_jpeg_screenshot_saved_to_a_file(client: Client, site: str, shared_session: Session) -> None:

@@ -5,18 +5,15 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
-from mcp.server.mcpserver import MCPServer
 
 from hermitcrab.servers.memory.embed import Embedder, make_embedder
-
-MemoryServer = Callable[..., MCPServer]
+from tests.servers.memory.conftest import MemoryServer
 
 
 async def search(client: Client, query: str, **options: Any) -> list[dict[str, Any]]:
@@ -184,6 +181,21 @@ async def test_status_reports_files_chunks_and_skipped_files(memory_server: Memo
     assert set(status["skipped"]) == {"memory/blob.md", "memory/latin1.md"}
     assert "binary" in status["skipped"]["memory/blob.md"]
     assert status["fresh"] is True and status["last_error"] is None
+
+
+async def test_a_skipped_file_fixed_on_disk_is_not_fresh_until_synced(memory_server: MemoryServer, workspace: Path):
+    blob = workspace / "memory" / "blob.md"
+    blob.write_bytes(b"\x00\x01binary")
+    async with Client(memory_server(watch=False)) as client:
+        await search(client, "anything")
+        assert (await call(client, "memory_status"))["fresh"] is True
+        blob.write_text("- The kiln fires at 1200 degrees.\n", encoding="utf-8")
+        os.utime(blob, ns=(blob.stat().st_atime_ns, blob.stat().st_mtime_ns + 1_000_000_000))
+        status = await call(client, "memory_status")
+        assert status["fresh"] is False and "memory/blob.md" in status["skipped"]
+        assert (await search(client, "kiln"))[0]["path"] == "memory/blob.md"
+        status = await call(client, "memory_status")
+    assert status["fresh"] is True and status["skipped"] == {}
 
 
 async def test_a_corrupted_index_is_rebuilt_from_the_files(memory_server: MemoryServer, state: Path):

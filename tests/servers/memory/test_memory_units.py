@@ -17,7 +17,7 @@ def test_chunks_are_bullets_and_paragraphs_with_their_headings_and_lines():
         "# Trip\n\nIntro line one\nintro line two\n\n## Packing\n\n- boots\n  with spare laces\n- tent\n"
         "1. first\n\n```\ncode a\n\ncode b\n```\n"
     )
-    chunks = chunk_markdown("memory/trip.md", text)
+    chunks = chunk_markdown(text)
     assert [(c.start_line, c.end_line, c.text, c.headings) for c in chunks] == [
         (3, 4, "Intro line one\nintro line two", ("Trip",)),
         (8, 9, "- boots\nwith spare laces", ("Trip", "Packing")),
@@ -29,19 +29,19 @@ def test_chunks_are_bullets_and_paragraphs_with_their_headings_and_lines():
 
 def test_long_paragraphs_are_split_at_sentences():
     sentence = "This sentence is about the long weekend in the mountains. "
-    chunks = chunk_markdown("MEMORY.md", sentence * 40)
+    chunks = chunk_markdown(sentence * 40)
     assert len(chunks) > 1
     assert all(len(c.text) <= MAX_UNIT_CHARS and c.start_line == c.end_line == 1 for c in chunks)
     assert all(c.text.endswith("mountains.") for c in chunks)
 
 
 def test_a_file_of_headings_only_is_still_findable():
-    chunks = chunk_markdown("memory/ideas.md", "# Ideas\n## Solar kiln\n")
+    chunks = chunk_markdown("# Ideas\n## Solar kiln\n")
     assert [c.text for c in chunks] == ["Ideas\nSolar kiln"]
 
 
 def test_time_headings_are_context_not_meaning():
-    chunks = chunk_markdown("memory/2025-01-01.md", "## 13:56\n\n- lunch\n\n## Groceries\n\n- milk\n")
+    chunks = chunk_markdown("## 13:56\n\n- lunch\n\n## Groceries\n\n- milk\n")
     assert [c.embed_text for c in chunks] == ["- lunch", "Groceries: - milk"]
 
 
@@ -93,14 +93,14 @@ def test_fusion_rewards_agreement_and_tops_out_at_one():
 
 def test_windows_grow_around_a_hit_within_its_section():
     text = "- one\n- two\n- three\n- four\n- five\n\n## Other\n\n- six\n"
-    chunks = chunk_markdown("m.md", text)
+    chunks = chunk_markdown(text)
     assert window(chunks, 2, budget=25, neighbour_chars=100) == (1, 3)
     assert window(chunks, 4, budget=1000, neighbour_chars=100) == (0, 4)
     assert window(chunks, 5, budget=1000, neighbour_chars=100) == (5, 5)
 
 
 def test_hits_in_one_exchange_become_one_result():
-    chunks = chunk_markdown("m.md", "".join(f"- line {i}\n" for i in range(30)))
+    chunks = chunk_markdown("".join(f"- line {i}\n" for i in range(30)))
     ranked = [("m.md", 10, 0.9), ("m.md", 11, 0.8), ("m.md", 25, 0.7), ("m.md", 12, 0.6)]
     settings = RankSettings(window_chars=30, neighbour_chars=10)
     results = select(ranked, {"m.md": chunks}, {"m.md": None}, 6, settings)
@@ -112,7 +112,7 @@ def test_hits_in_one_exchange_become_one_result():
 
 
 def test_fewer_results_are_a_prefix_of_more_and_lower_hits_widen_top_windows():
-    chunks = chunk_markdown("m.md", "".join(f"- line {i}\n" for i in range(60)))
+    chunks = chunk_markdown("".join(f"- line {i}\n" for i in range(60)))
     ranked = [("m.md", i, 1 - i / 100) for i in (5, 15, 25, 35, 45, 55, 6, 16, 26)]
     settings = RankSettings(window_chars=20, neighbour_chars=10, layout_results=8)
     files, dates = {"m.md": chunks}, {"m.md": None}
