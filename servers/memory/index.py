@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 from filelock import FileLock
 
 from hermitcrab.servers._common.files import atomic_write_json
@@ -27,8 +28,9 @@ from . import files as memfiles
 from .chunking import Chunk, chunk_markdown
 from .dates import ranges_in
 from .embed import Embedder
-from .lexical import LEXICAL_VERSION, LexicalIndex
+from .lexical import LEXICAL_VERSION, LexicalIndex, analyze
 from .ranking import RankSettings, Result, decay, fuse, select
+from .rerank import ChunkTable, Signals, features, named_speakers, speaker_of
 from .vectors import Progress, VectorStore, top
 
 logger = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ class FileRecord:
     date: dt.date | None
     embed_texts: list[str] = field(default_factory=list[str])
     keys: list[str] = field(default_factory=list[str])
+    terms: list[frozenset[str]] = field(default_factory=list[frozenset[str]])
 
 
 class MemoryIndex:
@@ -71,8 +74,9 @@ class MemoryIndex:
         self.last_error: str | None = None
         self.last_sync: float | None = None
         self.last_sync_seconds = 0.0
-        self._ids: dict[str, tuple[str, int]] = {}
-        self._order: list[tuple[str, int]] = []
+        self._order: list[tuple[str, int]] = []  # (file, chunk index) by position
+        self._positions: dict[str, int] = {}  # BM25 document id -> position
+        self.table = ChunkTable([], [], [], [], frozenset())  # per-position facts for re-scoring
         with self._lock:
             self.lexical = LexicalIndex(state / "tantivy")
             self.vectors = VectorStore(state / "lancedb", embedder) if embedder else None
@@ -136,7 +140,8 @@ class MemoryIndex:
         context = (self.settings.embed_context_chars, self.settings.embed_after_chars)
         texts = [_embed_text(chunks, i, *context) for i in range(len(chunks))]
         keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in texts]
-        return FileRecord(stat, digest, chunks, memfiles.file_date(rel), texts, keys)
+        terms = [frozenset(analyze(chunk.text)) for chunk in chunks]
+        return FileRecord(stat, digest, chunks, memfiles.file_date(rel), texts, keys, terms)
 
     def _lexical_mismatch(self, indexed: dict[str, dict[str, Any]]) -> bool:
         """On start: is the BM25 index missing, from another version or out of step with its meta?"""
@@ -153,7 +158,7 @@ class MemoryIndex:
             span = self.settings.near_span
             near = " ".join(chunks[j].text for j in range(i - span, i + span + 1) if j != i and 0 <= j < len(chunks))
             body = " ".join((*(h for h in chunk.headings), chunk.text))
-            rows.append((f"{rel}\x1f{i}", rel, body, near))
+            rows.append((_chunk_id(rel, i), rel, body, near))
         return rows
 
     def _embed(self, progress: ProgressFactory | None) -> None:
@@ -166,7 +171,16 @@ class MemoryIndex:
 
     def _reorder(self) -> None:
         self._order = [(rel, i) for rel in sorted(self.files) for i in range(len(self.files[rel].chunks))]
-        self._ids = {f"{rel}\x1f{i}": (rel, i) for rel, i in self._order}
+        self._positions = {_chunk_id(rel, i): position for position, (rel, i) in enumerate(self._order)}
+        numbers = {rel: number for number, rel in enumerate(sorted(self.files))}
+        speakers = [speaker_of(self.files[rel].chunks[i].text) for rel, i in self._order]
+        self.table = ChunkTable(
+            terms=[self.files[rel].terms[i] for rel, i in self._order],
+            speakers=speakers,
+            lengths=[len(self.files[rel].chunks[i].text) for rel, i in self._order],
+            files=[numbers[rel] for rel, _ in self._order],
+            names=frozenset(name for name in speakers if name),
+        )
         if self.vectors is not None:
             self.vectors.use([self.files[rel].keys[i] for rel, i in self._order])
 
@@ -205,12 +219,12 @@ class MemoryIndex:
         self, query: str, limit: int, min_score: float = 0.0, today: dt.date | None = None
     ) -> list[dict[str, object]]:
         """Up to `limit` result windows for `query`, best first, each as the dict `memory_search` returns."""
-        fused = fuse(self._legs(query), self.settings.rrf_k)
+        candidates, scores = self.candidates(query)
         today = today or dt.date.today()
         ranked: list[tuple[str, int, float]] = []
-        for chunk_id, score in fused.items():
-            rel, i = self._ids[chunk_id]
-            final = score * decay(self.files[rel].date, today, self.settings)
+        for position, score in zip(candidates, scores, strict=True):
+            rel, i = self._order[position]
+            final = float(score) * decay(self.files[rel].date, today, self.settings)
             if final >= min_score:
                 ranked.append((rel, i, final))
         ranked.sort(key=lambda item: -item[2])
@@ -219,37 +233,65 @@ class MemoryIndex:
         results: list[Result] = select(ranked, chunks, dates, limit, self.settings)
         return [result.as_dict(chunks[result.path], self.settings.neighbour_chars) for result in results]
 
-    def _legs(self, query: str) -> list[tuple[list[str], float]]:
-        """Ranked chunk-id lists to fuse: words, meaning, and both again within the days the query names."""
+    def candidates(self, query: str) -> tuple[list[int], npt.NDArray[np.float64]]:
+        """Positions worth a look for `query` and their scores (before decay): fused, then re-scored."""
+        signals = self.signals(query)
+        positions = list(signals.fused)
+        model = self.settings.model if self.vectors is not None else None  # it needs the vector features
+        if model is None:
+            return positions, np.array([signals.fused[p] for p in positions], dtype=np.float64)
+        return positions, model.probability(features(positions, signals, self.table))
+
+    def signals(self, query: str) -> Signals:
+        """Ranked lists of words, meaning, and both again within the days the query names; their fusion."""
         settings = self.settings
         n = settings.candidates
-        legs = [(self._text_leg(query, n, None), settings.text_weight)]
-        scores = self.vectors.scores(query) if self.vectors is not None else None
-        if scores is not None:
-            legs.append(([self._chunk_id(pos) for pos in top(scores, n)], settings.vector_weight))
+        text = self._text_leg(query, n, None)
+        legs = [(text, settings.text_weight)]
+        similarity = self.vectors.scores(query) if self.vectors is not None else None
+        vector = top(similarity, n) if similarity is not None else []
+        if similarity is not None:
+            legs.append((vector, settings.vector_weight))
         ranges = ranges_in(query)
         dated = [
             rel for rel, record in self.files.items() if record.date and any(r.contains(record.date) for r in ranges)
         ]
+        dated_text = self._text_leg(query, n, dated) if dated else []
         if dated:
-            legs.append((self._text_leg(query, n, dated), settings.date_weight * settings.text_weight))
-            if scores is not None:
-                dated_set = set(dated)
-                among = np.fromiter((rel in dated_set for rel, _ in self._order), dtype=bool, count=len(self._order))
-                ids = [self._chunk_id(pos) for pos in top(scores, n, among)]
-                legs.append((ids, settings.date_weight * settings.vector_weight))
-        return legs
+            legs.append((dated_text, settings.date_weight * settings.text_weight))
+        if dated and similarity is not None:
+            dated_set = set(dated)
+            among = np.fromiter((rel in dated_set for rel, _ in self._order), dtype=bool, count=len(self._order))
+            legs.append((top(similarity, n, among), settings.date_weight * settings.vector_weight))
+        return Signals(
+            text=_ranks(text),
+            vector=_ranks(vector),
+            dated_text=_ranks(dated_text),
+            fused=fuse(legs, settings.rrf_k),
+            similarity=similarity,
+            term_weights=self.lexical.term_weights(query),
+            named=named_speakers(query, self.table.names),
+            rrf_k=settings.rrf_k,
+        )
 
-    def _text_leg(self, query: str, limit: int, paths: list[str] | None) -> list[str]:
+    def _text_leg(self, query: str, limit: int, paths: list[str] | None) -> list[int]:
         hits = self.lexical.search(query, limit, self.settings.near_weight, paths)
-        return [chunk_id for chunk_id, _ in hits if chunk_id in self._ids]
+        return [self._positions[chunk_id] for chunk_id, _ in hits if chunk_id in self._positions]
 
-    def _chunk_id(self, position: int) -> str:
+    def chunk(self, position: int) -> Chunk:
         rel, i = self._order[position]
-        return f"{rel}\x1f{i}"
+        return self.files[rel].chunks[i]
 
     def chunk_count(self) -> int:
         return len(self._order)
+
+
+def _chunk_id(rel: str, i: int) -> str:
+    return f"{rel}\x1f{i}"
+
+
+def _ranks(positions: list[int]) -> dict[int, int]:
+    return {position: rank for rank, position in enumerate(positions)}
 
 
 def _embed_text(chunks: list[Chunk], i: int, before: int, after: int = 0) -> str:

@@ -104,6 +104,12 @@ class LexicalIndex:
         writer.wait_merging_threads()
         self._index.reload()
 
+    def term_weights(self, query: str) -> dict[str, float]:
+        """The index terms of `query` with their IDF."""
+        searcher = self._index.searcher()
+        terms = dict.fromkeys(analyze(query))
+        return {term: _idf(searcher.doc_freq("body", term), searcher.num_docs) for term in terms}
+
     def search(
         self, query: str, limit: int, near_weight: float = 0.25, paths: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
@@ -114,13 +120,12 @@ class LexicalIndex:
         a rare, specific word ("workshop") outweighs the common ones a question is framed with ("recently",
         a name on every line), which BM25's length normalisation otherwise lets short lines win on.
         """
-        terms = list(dict.fromkeys(analyze(query)))
-        if not terms:
+        weights = self.term_weights(query)
+        if not weights:
             return []
         searcher = self._index.searcher()
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
-        for term in terms:
-            boost = _idf(searcher.doc_freq("body", term), searcher.num_docs)
+        for term, boost in weights.items():
             body = tantivy.Query.term_query(self._schema, "body", term)
             clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(body, boost)))
             if near_weight > 0:

@@ -8,12 +8,15 @@ never several copies of one exchange.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .chunking import Chunk
+from .rerank import MODEL, LinearModel
 
 SNIPPET_CHARS = 700
+Key = TypeVar("Key", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -24,8 +27,9 @@ class RankSettings:
     vector_weight: float = 0.5
     text_weight: float = 1.0
     date_weight: float = 1.0  # legs restricted to the daily logs of the days a query names
-    candidates: int = 60
-    layout_results: int = 8  # windows are laid out for at least this many results, whatever is asked for
+    candidates: int = 100
+    model: LinearModel | None = MODEL  # re-scores the fused candidates (with vectors); None keeps the fusion's order
+    layout_results: int = 12  # windows are laid out for at least this many results, whatever is asked for
     window_chars: int = 450  # the hit plus neighbours up to this size
     neighbour_chars: int = 100  # neighbours are shown clipped to this; the hits in full
     near_weight: float = 1.0  # BM25 weight of a chunk's neighbours' words
@@ -65,10 +69,10 @@ def _clip_text(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def fuse(lists: Sequence[tuple[Sequence[str], float]], k: float) -> dict[str, float]:
+def fuse(lists: Sequence[tuple[Sequence[Key], float]], k: float) -> dict[Key, float]:
     """Weighted reciprocal-rank fusion, scaled so a first place in every list scores 1."""
     total = sum(weight for _, weight in lists) / (k + 1)
-    scores: dict[str, float] = {}
+    scores: dict[Key, float] = {}
     for ids, weight in lists:
         if weight <= 0:
             continue

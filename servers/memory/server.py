@@ -35,7 +35,7 @@ class SearchHit(BaseModel):
     path: str = Field(description="File path relative to the workspace; pass it to memory_get for more.")
     start_line: int = Field(description="First line (1-based) of the snippet in the file.")
     end_line: int = Field(description="Last line of the snippet in the file.")
-    score: float = Field(description="Relevance from 0 to 1 (1: first place for both words and meaning).")
+    score: float = Field(description="Estimated chance, from 0 to 1, that this result holds what the query asks for.")
     snippet: str = Field(description="The matching lines with their neighbours, under a [date · heading] line.")
 
 

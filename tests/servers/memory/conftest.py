@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from mcp.server.mcpserver import MCPServer
 
+from hermitcrab.servers.memory.embed import Embedder, make_embedder
 from hermitcrab.servers.memory.server import build_server
 
 MemoryServer = Callable[..., MCPServer]
@@ -45,3 +46,11 @@ def memory_server(workspace: Path, state: Path) -> MemoryServer:
         return build_server(workspace=workspace, state=state, **options)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def use_embedder() -> Embedder:
+    """The default embedder, loaded once (it reads 30 MB of weights)."""
+    embedder = make_embedder("use")
+    assert embedder is not None
+    return embedder

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import math
 from pathlib import Path
+
+import numpy as np
+import pytest
 
 from hermitcrab.servers.memory.chunking import MAX_UNIT_CHARS, chunk_markdown
 from hermitcrab.servers.memory.dates import ranges_in
 from hermitcrab.servers.memory.files import MemoryRoots, append_entry, discover, file_date
+from hermitcrab.servers.memory.index import MemoryIndex
 from hermitcrab.servers.memory.lexical import LexicalIndex, analyze
 from hermitcrab.servers.memory.ranking import RankSettings, decay, fuse, select, window
+from hermitcrab.servers.memory.rerank import (
+    FEATURES,
+    MODEL,
+    ChunkTable,
+    Signals,
+    features,
+    named_speakers,
+    speaker_of,
+)
 
 
 def test_chunks_are_bullets_and_paragraphs_with_their_headings_and_lines():
@@ -85,6 +100,26 @@ def test_decay_is_gentle_and_spares_undated_files():
     assert decay(dt.date(2001, 1, 1), today, RankSettings(half_life_days=None)) == 1.0
 
 
+def test_only_dated_logs_lose_score_with_age(tmp_path: Path):
+    workspace = tmp_path / "workspace"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text("- The project codename is Bluebird.\n", encoding="utf-8")
+    (workspace / "memory" / "projects.md").write_text("- Codename Bluebird, again.\n", encoding="utf-8")
+    (workspace / "memory" / "2019-01-01.md").write_text("- Bluebird codename chosen: Bluebird.\n", encoding="utf-8")
+    index = MemoryIndex(MemoryRoots(workspace.resolve(), ()), tmp_path / "state", None)
+    index.sync()
+
+    def scores(today: dt.date) -> dict[str, object]:
+        return {str(r["path"]): r["score"] for r in index.search("Bluebird codename", 6, today=today)}
+
+    then, later = scores(dt.date(2019, 1, 1)), scores(dt.date(2030, 1, 1))
+    assert later["MEMORY.md"] == then["MEMORY.md"]
+    assert later["memory/projects.md"] == then["memory/projects.md"]
+    factor = decay(dt.date(2019, 1, 1), dt.date(2030, 1, 1), RankSettings())
+    assert factor < 0.91
+    assert later["memory/2019-01-01.md"] == pytest.approx(factor * then["memory/2019-01-01.md"], abs=1e-4)
+
+
 def test_fusion_rewards_agreement_and_tops_out_at_one():
     scores = fuse([(["a", "b"], 1.0), (["a", "c"], 1.0)], k=60)
     assert scores["a"] == 1.0
@@ -154,3 +189,45 @@ def test_dates_named_in_a_query_become_day_ranges():
     (year,) = ranges_in("What did John organise in 2024?")
     assert year.contains(dt.date(2024, 12, 31)) and not year.contains(dt.date(2023, 12, 31))
     assert ranges_in("I may go to the march") == []
+
+
+def test_speakers_are_the_labels_of_attributed_lines():
+    assert speaker_of("- Caroline: I went to the LGBTQ support group.") == "caroline"
+    assert speaker_of("* Dr. Lee: take it twice a day") == "dr. lee"
+    assert speaker_of("- Bought milk") is None
+    assert speaker_of("Note: not a bullet") is None
+    assert named_speakers("What did Caroline paint?", frozenset({"caroline", "mel"})) == {"caroline"}
+    assert named_speakers("What did Melanie paint?", frozenset({"caroline", "mel"})) == frozenset()
+
+
+def test_features_measure_each_candidate_against_the_query():
+    table = ChunkTable(
+        terms=[frozenset({"tea"}), frozenset({"alic", "green", "tea"}), frozenset({"coffe"}), frozenset({"green"})],
+        speakers=[None, "alice", "bob", None],
+        lengths=[10, 30, 20, 5],
+        files=[0, 0, 0, 1],
+        names=frozenset({"alice", "bob"}),
+    )
+    signals = Signals(
+        text={1: 0, 0: 1},
+        vector={2: 0},
+        dated_text={},
+        fused={1: 0.8, 0: 0.4, 2: 0.3},
+        similarity=np.array([0.2, 0.5, 0.7, 0.1], dtype=np.float32),
+        term_weights={"green": 3.0, "tea": 1.0},
+        named=frozenset({"alice"}),
+        rrf_k=10.0,
+    )
+    rows = features([1, 2], signals, table)
+    alice, bob = (dict(zip(FEATURES, row, strict=True)) for row in rows)
+    assert alice["text"] == 1.0 and alice["vector"] == 0.0 and bob["vector"] == 1.0
+    assert alice["similarity"] == pytest.approx(-0.2) and bob["similarity"] == 0.0
+    assert alice["neighbour_similarity"] == 0.0  # its neighbour (bob, position 2) is the best match
+    assert alice["coverage"] == 1.0 and bob["coverage"] == 0.0
+    assert bob["near_coverage"] == 1.0  # green and tea are on the line before (position 3 is another file)
+    assert alice["speaker"] == 1.0 and bob["speaker"] == 0.0
+    assert alice["length"] == pytest.approx(math.log(31))
+    assert MODEL.probability(rows).shape == (2,)
+    assert len(MODEL.weights) == len(FEATURES)
+    with pytest.raises(ValueError, match="vector"):
+        features([1], dataclasses.replace(signals, similarity=None), table)
