@@ -1,14 +1,15 @@
 """Fit the re-scoring model of `servers/memory/rerank.py` on LoCoMo, check it on held-out halves, print it.
 
     .venv/bin/python bench/_memory_train.py
-    .venv/bin/python bench/_memory_train.py --set window_chars=480     # the same for other settings
+    .venv/bin/python bench/_memory_train.py --embedder none           # the model for indexes without vectors
+    .venv/bin/python bench/_memory_train.py --set char_cost=1e-5       # the same under other settings
 
 Each question's candidates (the fused lists of `MemoryIndex.signals`) get their FEATURES rows and a label: does
 the chunk hold an evidence turn? The weights maximise, per question, the softmax share of the labelled
 candidates (what ranking needs); a logistic fit of that score to the labels then calibrates it into a
 probability. To guard against overfitting it first fits on one half of the conversations and scores the other
-with the real search, both ways; the model printed at the end is fitted on all five. It is fitted with the default
-embedder; an index without vectors keeps the fusion's order (a model without the vector features did no better).
+with the real search, both ways; the model printed at the end is fitted on all five. With `--embedder none` it
+fits TEXT_MODEL, used by indexes without vectors (whose similarity features are all 0).
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ CACHE = Path("/tmp/hermitcrab-locomo-cache")
 Query = tuple[np.ndarray, np.ndarray]  # feature rows, labels
 
 
-def load(name: str, settings: RankSettings) -> tuple[MemoryIndex, list[locomo.Question], list[Query]]:
+def load(name: str, embedder: str, settings: RankSettings) -> tuple[MemoryIndex, list[locomo.Question], list[Query]]:
     data = locomo.load(name)
     workspace = CACHE / name / "workspace"
     turns = locomo.build_workspace(data, workspace)
-    state = CACHE / name / "state-use"
-    index = MemoryIndex(MemoryRoots(workspace.resolve(), ()), state, make_embedder("use"), settings)
+    state = CACHE / name / f"state-{embedder}"
+    index = MemoryIndex(MemoryRoots(workspace.resolve(), ()), state, make_embedder(embedder), settings)
     index.sync()
     questions = locomo.questions(data, turns)
     queries: list[Query] = []
@@ -73,26 +74,28 @@ def fit(queries: list[Query], steps: int = 400, rate: float = 0.05, l2: float = 
         weights -= rate * (moment / (1 - 0.9**step)) / (np.sqrt(second / (1 - 0.999**step)) + 1e-8)
     raw_weights = weights / scale
     offset = -float(mean @ raw_weights)
-    slope, bias = _calibrate(stacked @ raw_weights + offset, np.concatenate([labels for _, labels in queries]))
-    return LinearModel(tuple(float(w) for w in slope * raw_weights), slope * offset + bias)
+    scores = [rows @ raw_weights + offset for rows, _ in queries]
+    gaps = np.concatenate([score - score.max() for score in scores])
+    slope, behind, bias = _calibrate(np.concatenate(scores), gaps, np.concatenate([labels for _, labels in queries]))
+    return LinearModel(tuple(float(w) for w in slope * raw_weights), slope * offset + bias, behind / slope)
 
 
-def _calibrate(score: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
-    """Slope and bias of a one-feature logistic regression (Newton's method)."""
-    design = np.stack([score, np.ones_like(score)], axis=1)
-    params = np.array([1.0, 0.0])
+def _calibrate(score: np.ndarray, gap: np.ndarray, labels: np.ndarray) -> tuple[float, float, float]:
+    """Weights of the score and of its gap to the query's best, and a bias: a logistic regression (Newton)."""
+    design = np.stack([score, gap, np.ones_like(score)], axis=1)
+    params = np.array([1.0, 0.0, 0.0])
     for _ in range(50):
         chance = 1 / (1 + np.exp(-np.clip(design @ params, -30, 30)))
-        hessian = (design * (chance * (1 - chance))[:, None]).T @ design + 1e-6 * np.eye(2)
+        hessian = (design * (chance * (1 - chance))[:, None]).T @ design + 1e-6 * np.eye(3)
         step = np.linalg.solve(hessian, design.T @ (chance - labels))
         params -= step / max(1.0, float(np.abs(step).max()))  # damped: a full step can overshoot from afar
-    return float(params[0]), float(params[1])
+    return float(params[0]), float(params[1]), float(params[2])
 
 
 def evaluate(loaded: list[tuple[MemoryIndex, list[locomo.Question]]], model: LinearModel | None) -> str:
     hits = every = chars = count = 0
     for index, questions in loaded:
-        index.settings = dataclasses.replace(index.settings, model=model)
+        index.settings = dataclasses.replace(index.settings, model=model, text_model=model)
         for question in questions:
             snippets = [str(item["snippet"]) for item in index.search(question.text, 6)]
             hit, complete = locomo.score(snippets, question, 6)
@@ -104,8 +107,11 @@ def evaluate(loaded: list[tuple[MemoryIndex, list[locomo.Question]]], model: Lin
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", action="append", default=[], help="a RankSettings override, name=value")
-    settings = settings_from(parser.parse_args().set)
-    loaded = {name: load(name, settings) for name in locomo.conversations()}
+    parser.add_argument("--embedder", default="use", help="use (fits MODEL) or none (fits TEXT_MODEL)")
+    args = parser.parse_args()
+    settings = settings_from(args.set)
+    constant = "TEXT_MODEL" if args.embedder == "none" else "MODEL"
+    loaded = {name: load(name, args.embedder, settings) for name in locomo.conversations()}
     halves = {label: [loaded[name] for name in names if name in loaded] for label, names in SPLITS.items()}
     for label, members in halves.items():
         others = [query for other, rest in halves.items() if other != label for _, _, qs in rest for query in qs]
@@ -115,7 +121,7 @@ def main() -> None:
     model = fit([query for _, _, queries in loaded.values() for query in queries])
     print(f"all: fitted on all {evaluate([(i, q) for i, q, _ in loaded.values()], model)}")
     weights = ", ".join(f"{w:.4g}" for w in model.weights)
-    print(f"MODEL = LinearModel(weights=({weights}), bias={model.bias:.4g})")
+    print(f"{constant} = LinearModel(weights=({weights}), bias={model.bias:.4g}, behind={model.behind:.4g})")
     for name, weight in zip(FEATURES, model.weights, strict=True):
         print(f"  {name:22} {weight:+.4f}")
 

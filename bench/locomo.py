@@ -3,7 +3,9 @@
     .venv/bin/python bench/locomo.py                 # all conversations, all systems
     .venv/bin/python bench/locomo.py --only 26 --systems ours,bm25
 
-Systems: `ours` (the defaults), `bm25` (`--embedder none`), `vector` (`--search vector`, same chunks),
+Systems: `ours` (the defaults), `ours-bm25` (`--embedder none`: the same ranking without vectors), and the
+plain baselines `bm25` (`--embedder none --search text`) and `vector` (`--search vector`), same chunks, ranked by
+their fused scores alone (so their windows are not trimmed to what is likely: they show more characters),
 `classic` (OpenClaw's classic algorithm, reimplemented in-process in `_memory_openclaw.py`), and on request
 `ours-e5` (`--embedder e5`).
 Protocol: ../shared/data/locomo/README.md. Index time is the server's own first full sync; hit@6, all-evidence@6,
@@ -34,7 +36,8 @@ from hermitcrab.servers.memory.embed import make_embedder
 
 SYSTEMS = {
     "ours": [],
-    "bm25": ["--embedder", "none"],
+    "ours-bm25": ["--embedder", "none"],  # our ranking without vectors
+    "bm25": ["--embedder", "none", "--search", "text"],
     "vector": ["--search", "vector"],
     "ours-e5": ["--embedder", "e5"],  # not in the default run: the slower, slightly better embedder
 }
@@ -128,7 +131,7 @@ def run_classic(workspace: Path, questions: list[locomo.Question], tally: Tally,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", help="comma-separated conversation ids (default: all)")
-    parser.add_argument("--systems", default="ours,bm25,vector,classic")
+    parser.add_argument("--systems", default="ours,ours-bm25,bm25,vector,classic")
     parser.add_argument("--classic-embedder", default="e5", help="embedder of the OpenClaw-classic reference")
     args = parser.parse_args()
     names = args.only.split(",") if args.only else locomo.conversations()

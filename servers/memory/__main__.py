@@ -75,9 +75,9 @@ def _progress_bar() -> Callable[[int], Callable[[int], None]] | None:
 
 def _settings(mode: str) -> RankSettings:
     if mode == "text":
-        return replace(RankSettings(), vector_weight=0.0, model=None)
+        return replace(RankSettings(), vector_weight=0.0, model=None, text_model=None)
     if mode == "vector":
-        return replace(RankSettings(), text_weight=0.0, model=None)
+        return replace(RankSettings(), text_weight=0.0, model=None, text_model=None)
     return RankSettings()
 
 

@@ -237,7 +237,7 @@ class MemoryIndex:
         """Positions worth a look for `query` and their scores (before decay): fused, then re-scored."""
         signals = self.signals(query)
         positions = list(signals.fused)
-        model = self.settings.model if self.vectors is not None else None  # it needs the vector features
+        model = self.settings.model if self.vectors is not None else self.settings.text_model
         if model is None:
             return positions, np.array([signals.fused[p] for p in positions], dtype=np.float64)
         return positions, model.probability(features(positions, signals, self.table))

@@ -1,8 +1,8 @@
-"""From ranked candidate lists to the few results a model reads: fusion, time decay, context windows, merging.
+"""From ranked candidate lists to the few results a model reads: fusion, time decay, context windows.
 
-Each hit is shown with its neighbours (the reply after a question, the question before an answer) under its
-date and headings; hits that fall into one window, or touch it, become one result, so the top results are
-never several copies of one exchange.
+A result is a window of neighbouring chunks (the reply after a question, the question before an answer)
+under its date and headings. Windows are chosen to hold as many likely findings as they can: each grows
+only towards neighbours likely to matter, and none repeats what another shows.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from .chunking import Chunk
-from .rerank import MODEL, LinearModel
+from .rerank import MODEL, TEXT_MODEL, LinearModel
 
 SNIPPET_CHARS = 700
 Key = TypeVar("Key", bound=Hashable)
@@ -21,17 +21,20 @@ Key = TypeVar("Key", bound=Hashable)
 
 @dataclass(frozen=True)
 class RankSettings:
-    """Knobs chosen with `bench/locomo.py`; the defaults are what it measured best."""
+    """Knobs chosen with `bench/_memory_misses.py` and `bench/_memory_train.py` (LoCoMo, split in halves)."""
 
     rrf_k: float = 10.0  # a small k trusts the first places of each leg more
     vector_weight: float = 0.5
     text_weight: float = 1.0
     date_weight: float = 1.0  # legs restricted to the daily logs of the days a query names
-    candidates: int = 100
-    model: LinearModel | None = MODEL  # re-scores the fused candidates (with vectors); None keeps the fusion's order
-    layout_results: int = 12  # windows are laid out for at least this many results, whatever is asked for
-    window_chars: int = 450  # the hit plus neighbours up to this size
-    neighbour_chars: int = 100  # neighbours are shown clipped to this; the hits in full
+    candidates: int = 150  # from each leg
+    model: LinearModel | None = MODEL  # re-scores the fused candidates; None keeps the fusion's scores
+    text_model: LinearModel | None = TEXT_MODEL  # the same for an index without vectors
+    anchors: int = 40  # windows are centred on one of this many best chunks
+    window_chars: int = 660  # a window's size at most (its snippet adds a date line, within SNIPPET_CHARS)
+    char_cost: float = 1.5e-5  # chance a shown character must earn: a window stops where neighbours stop mattering
+    neighbour_chars: int = 100  # neighbours are shown clipped to this
+    full_share: float = 1.0  # neighbours at least this likely, relative to the anchor, are shown in full
     near_weight: float = 1.0  # BM25 weight of a chunk's neighbours' words
     near_span: int = 2  # how many neighbours on each side count as its context
     embed_context_chars: int = 200  # embed each chunk after the start of the one before it
@@ -48,12 +51,12 @@ class Result:
     first: int
     last: int
     score: float
-    hits: set[int]
+    full: set[int]  # chunks shown in full; the others are clipped
     date: dt.date | None = None
 
     def as_dict(self, chunks: Sequence[Chunk], neighbour_chars: int) -> dict[str, object]:
         texts = [
-            chunks[i].text if i in self.hits else _clip_text(chunks[i].text, neighbour_chars)
+            chunks[i].text if i in self.full else _clip_text(chunks[i].text, neighbour_chars)
             for i in range(self.first, self.last + 1)
         ]
         return {
@@ -89,28 +92,6 @@ def decay(date: dt.date | None, today: dt.date, settings: RankSettings) -> float
     return settings.decay_floor + (1 - settings.decay_floor) * 0.5 ** (age / settings.half_life_days)
 
 
-def window(chunks: Sequence[Chunk], hit: int, budget: int, neighbour_chars: int) -> tuple[int, int]:
-    """The hit plus as many neighbours (next first, then previous; each clipped to `neighbour_chars`) under the
-    same headings as fit `budget` chars."""
-    first = last = hit
-    used = len(chunks[hit].text)
-    grow_next = True
-    while True:
-        candidates = [last + 1, first - 1] if grow_next else [first - 1, last + 1]
-        grown = False
-        for index in candidates:
-            if 0 <= index < len(chunks) and chunks[index].headings == chunks[hit].headings:
-                size = min(len(chunks[index].text), neighbour_chars) + 1
-                if used + size <= budget:
-                    used += size
-                    first, last = min(first, index), max(last, index)
-                    grown = True
-                    break
-        grow_next = not grow_next
-        if not grown:
-            return first, last
-
-
 def select(
     ranked: Sequence[tuple[str, int, float]],
     files: Mapping[str, Sequence[Chunk]],
@@ -118,53 +99,115 @@ def select(
     limit: int,
     settings: RankSettings,
 ) -> list[Result]:
-    """Turn `(path, chunk index, score)` hits, best first, into at most `limit` non-overlapping windows.
+    """Up to `limit` windows, each the one that adds the most expected findings to those chosen before it.
 
-    Windows are laid out as if at least `settings.layout_results` were wanted, then cut to `limit`: hits a
-    little further down still widen the top windows they fall into or touch, and any `limit` up to
-    `layout_results` returns a prefix of the same list.
+    `ranked` holds `(path, chunk index, chance)`, best first, where chance is the probability that the chunk
+    holds what the query asks for. A window is a run of chunks under one heading around one of the best
+    `settings.anchors` chunks: the anchor in full, neighbours clipped, at most `window_chars` characters. Its
+    gain is the chance its not yet shown chunks hold, less `char_cost` per character of its neighbours, so a
+    window reaches out only to neighbours likely to matter, and six windows spread over six exchanges rather
+    than repeat one.
+    Chosen one at a time, `limit` = n returns the first n results of any larger `limit`.
     """
-    wanted = max(limit, settings.layout_results)
+    chance = {(path, i): score for path, i, score in ranked}
+    anchors = [(path, i) for path, i, _ in ranked[: settings.anchors]]
+    order = {anchor: place for place, anchor in enumerate(anchors)}
+    shown: set[tuple[str, int]] = set()
     results: list[Result] = []
-    for path, hit, score in ranked:
-        chunks = files[path]
-        first, last = window(chunks, hit, settings.window_chars, settings.neighbour_chars)
-        same_file = [r for r in results if r.path == path]
-        inside = [r for r in same_file if r.first <= hit <= r.last]
-        if inside:
-            inside[0].hits.add(hit)
-            continue
-        touching = [
-            r
-            for r in same_file
-            if r.first <= last + 1 and first <= r.last + 1 and chunks[r.first].headings == chunks[hit].headings
-        ]
-        if touching:
-            merged = touching[0]
-            lo, hi = min(merged.first, hit), max(merged.last, hit)
-            if _chars(chunks, lo, hi) <= SNIPPET_CHARS:
-                merged.first, merged.last = lo, hi
-                merged.hits.add(hit)
-                continue
-            first, last = _clip(first, last, hit, touching)
-        results.append(Result(path, first, last, score, {hit}, dates.get(path)))
-        if len(results) >= wanted:
+    best: dict[tuple[str, int], _Window] = {}
+    stale = set(anchors)
+    while len(results) < limit:
+        for path, hit in stale - shown:
+            taken = [(r.first, r.last) for r in results if r.path == path]
+            best[(path, hit)] = _best_window(files[path], path, hit, chance, shown, taken, settings)
+        for anchor in stale & shown:
+            best.pop(anchor, None)
+        if not best:
             break
-    return results[:limit]
+        anchor = max(best, key=lambda a: (best[a].gain, -order[a]))
+        found = best.pop(anchor)
+        path = anchor[0]
+        missed = 1.0
+        for i in range(found.first, found.last + 1):
+            missed *= 1.0 - chance.get((path, i), 0.0)
+        results.append(Result(path, found.first, found.last, 1.0 - missed, found.full, dates.get(path)))
+        shown.update((path, i) for i in range(found.first, found.last + 1))
+        stale = {a for a in best if a[0] == path}
+    return results
 
 
-def _clip(first: int, last: int, hit: int, others: Sequence[Result]) -> tuple[int, int]:
-    """Shrink a window around `hit` so it does not overlap windows already chosen."""
-    for other in others:
-        if other.last < hit:
-            first = max(first, other.last + 1)
-        elif other.first > hit:
-            last = min(last, other.first - 1)
-    return first, last
+@dataclass(frozen=True)
+class _Window:
+    gain: float
+    first: int
+    last: int
+    full: set[int]  # chunks shown in full; the rest are clipped
 
 
-def _chars(chunks: Sequence[Chunk], first: int, last: int) -> int:
-    return sum(len(chunk.text) + 1 for chunk in chunks[first : last + 1])
+def _best_window(
+    chunks: Sequence[Chunk],
+    path: str,
+    hit: int,
+    chance: Mapping[tuple[str, int], float],
+    shown: set[tuple[str, int]],
+    taken: Sequence[tuple[int, int]],
+    settings: RankSettings,
+) -> _Window:
+    """The run of chunks around `hit` with the highest gain (see `select`), clear of the `taken` windows."""
+    lowest, highest = _room(chunks, hit, taken)
+    own = chance.get((path, hit), 0.0)
+
+    def shown_in_full(i: int) -> bool:
+        return i == hit or chance.get((path, i), 0.0) >= settings.full_share * own
+
+    def reach(step: int, end: int) -> list[tuple[float, int]]:
+        """(value, size) of each neighbour from `hit` towards `end`, as far as the window could reach."""
+        found: list[tuple[float, int]] = []
+        used = len(chunks[hit].text) + 1
+        for i in range(hit + step, end + step, step):
+            size = (len(chunks[i].text) if shown_in_full(i) else min(len(chunks[i].text), settings.neighbour_chars)) + 1
+            used += size
+            if used > settings.window_chars:
+                break
+            likely = 0.0 if (path, i) in shown else chance.get((path, i), 0.0)
+            found.append((likely - settings.char_cost * size, size))
+        return found
+
+    centre = own  # the anchor is shown whatever it costs: its size must not rank it
+    before, after = reach(-1, lowest), reach(1, highest)
+    best = (centre, 0, 0)
+    left_value, left_size = centre, len(chunks[hit].text) + 1
+    for left in range(len(before) + 1):
+        if left:
+            left_value, left_size = left_value + before[left - 1][0], left_size + before[left - 1][1]
+            if left_size > settings.window_chars:
+                break
+        value, size = left_value, left_size
+        for right in range(len(after) + 1):
+            if right:
+                value, size = value + after[right - 1][0], size + after[right - 1][1]
+                if size > settings.window_chars:
+                    break
+            if value > best[0]:
+                best = (value, left, right)
+    gain, left, right = best
+    first, last = hit - left, hit + right
+    return _Window(gain, first, last, {i for i in range(first, last + 1) if shown_in_full(i)})
+
+
+def _room(chunks: Sequence[Chunk], hit: int, taken: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """How far a window around `hit` may reach: its section, short of windows already taken."""
+    lowest = highest = hit
+    while lowest > 0 and chunks[lowest - 1].headings == chunks[hit].headings:
+        lowest -= 1
+    while highest + 1 < len(chunks) and chunks[highest + 1].headings == chunks[hit].headings:
+        highest += 1
+    for first, last in taken:
+        if last < hit:
+            lowest = max(lowest, last + 1)
+        elif first > hit:
+            highest = min(highest, first - 1)
+    return lowest, highest
 
 
 def snippet(texts: Sequence[str], headings: Sequence[str], date: dt.date | None) -> str:

@@ -35,20 +35,34 @@ FEATURES = (
 
 @dataclass(frozen=True)
 class LinearModel:
-    """A weighted sum of the features ranks the candidates; a logistic curve turns it into a probability."""
+    """A weighted sum of the features ranks the candidates; a logistic curve turns it into a probability.
+
+    The curve also weighs how far a candidate is behind the query's best one: the same score means more
+    when nothing else comes close.
+    """
 
     weights: tuple[float, ...]
     bias: float
+    behind: float = 0.0
 
     def probability(self, rows: Matrix) -> Matrix:
-        """The calibrated chance, per row, that the chunk holds what the query asks for."""
-        return 1.0 / (1.0 + np.exp(-(rows @ np.array(self.weights) + self.bias)))
+        """The calibrated chance, per row, that the chunk holds what the query asks for (rows: one query's)."""
+        raw = rows @ np.array(self.weights)
+        gap = raw - raw.max() if len(raw) else raw
+        return 1.0 / (1.0 + np.exp(-(raw + self.behind * gap + self.bias)))
 
 
+# Both fitted by bench/_memory_train.py (with the default embedder, and with none).
 MODEL = LinearModel(
-    weights=(-1.503, -1.703, 6.413, 2.291, 3.642, 4.56, 3.218, 0.9175, 2.155, 4.109, 2.964),
-    bias=-10.91,
-)  # from bench/_memory_train.py
+    weights=(-0.7168, -0.8368, 3.011, 1.142, 1.745, 2.132, 1.499, 0.4461, 1.037, 1.982, 1.597),
+    bias=-5.177,
+    behind=1.521,
+)
+TEXT_MODEL = LinearModel(  # for an index without vectors
+    weights=(-0.6176, 0, 0, 0.8123, 0, 2.194, 1.405, 0.2447, 0.9219, 1.663, 0),
+    bias=-5.173,
+    behind=1.923,
+)
 _SPEAKER = re.compile(r"^\s*[-*+]\s+([^:\n]{1,40}?):\s")
 
 
@@ -89,10 +103,9 @@ class Signals:
 
 
 def features(candidates: Sequence[int], signals: Signals, table: ChunkTable) -> Matrix:
-    """One row of FEATURES per candidate position (the model needs vectors: `signals.similarity` must be set)."""
-    if signals.similarity is None:
-        raise ValueError("re-scoring needs the vector similarities")
-    relative = signals.similarity - (signals.similarity.max() if len(signals.similarity) else 0.0)
+    """One row of FEATURES per candidate position; without vectors the similarity features are 0."""
+    similarity = signals.similarity if signals.similarity is not None else np.zeros(len(table.files), np.float32)
+    relative = similarity - (similarity.max() if len(similarity) else 0.0)
     weights = signals.term_weights
     total_weight = sum(weights.values()) or 1.0
     k = signals.rrf_k
@@ -112,7 +125,7 @@ def features(candidates: Sequence[int], signals: Signals, table: ChunkTable) -> 
             math.log(table.lengths[position] + 1),
             float(table.speakers[position] in signals.named),
             signals.fused.get(position, 0.0),
-            float(relative[[position, *around]].mean()),
+            (relative[position] + sum(relative[p] for p in around)) / (1 + len(around)),
         )
     return rows
 

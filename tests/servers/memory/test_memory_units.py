@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hermitcrab.servers.memory.chunking import MAX_UNIT_CHARS, chunk_markdown
+from hermitcrab.servers.memory.chunking import MAX_UNIT_CHARS, Chunk, chunk_markdown
 from hermitcrab.servers.memory.dates import ranges_in
 from hermitcrab.servers.memory.files import MemoryRoots, append_entry, discover, file_date
 from hermitcrab.servers.memory.index import MemoryIndex
 from hermitcrab.servers.memory.lexical import LexicalIndex, analyze
-from hermitcrab.servers.memory.ranking import RankSettings, decay, fuse, select, window
+from hermitcrab.servers.memory.ranking import RankSettings, decay, fuse, select
 from hermitcrab.servers.memory.rerank import (
     FEATURES,
     MODEL,
@@ -126,35 +126,52 @@ def test_fusion_rewards_agreement_and_tops_out_at_one():
     assert scores["b"] == scores["c"] < scores["a"]
 
 
-def test_windows_grow_around_a_hit_within_its_section():
-    text = "- one\n- two\n- three\n- four\n- five\n\n## Other\n\n- six\n"
-    chunks = chunk_markdown(text)
-    assert window(chunks, 2, budget=25, neighbour_chars=100) == (1, 3)
-    assert window(chunks, 4, budget=1000, neighbour_chars=100) == (0, 4)
-    assert window(chunks, 5, budget=1000, neighbour_chars=100) == (5, 5)
+def _lines(count: int) -> dict[str, list[Chunk]]:
+    return {"m.md": chunk_markdown("".join(f"- line {i}: {'words ' * 10}\n" for i in range(count)))}
 
 
-def test_hits_in_one_exchange_become_one_result():
-    chunks = chunk_markdown("".join(f"- line {i}\n" for i in range(30)))
-    ranked = [("m.md", 10, 0.9), ("m.md", 11, 0.8), ("m.md", 25, 0.7), ("m.md", 12, 0.6)]
-    settings = RankSettings(window_chars=30, neighbour_chars=10)
+def test_a_window_reaches_out_only_to_neighbours_likely_to_matter():
+    files = _lines(30)
+    ranked = [("m.md", 10, 0.6), ("m.md", 25, 0.5), ("m.md", 11, 0.3)]
+    results = select(ranked, files, {"m.md": None}, 6, RankSettings())
+    assert [(r.first, r.last) for r in results][:2] == [(10, 11), (25, 25)]
+    assert results[0].score == pytest.approx(1 - 0.4 * 0.7)  # the chance that either line holds the answer
+    shown = results[0].as_dict(files["m.md"], 100)
+    assert shown["snippet"] == f"{files['m.md'][10].text}\n{files['m.md'][11].text}"
+    assert (shown["start_line"], shown["end_line"]) == (11, 12)
+
+
+def test_windows_stay_in_their_section_and_within_their_size():
+    chunks = chunk_markdown("- one\n- two\n- three\n- four\n- five\n\n## Other\n\n- six\n")
+    ranked = [("m.md", i, 0.5) for i in range(6)]
+    settings = RankSettings(window_chars=25)
     results = select(ranked, {"m.md": chunks}, {"m.md": None}, 6, settings)
-    assert [(r.first, r.last) for r in results] == [(9, 12), (24, 26)]
-    assert results[0].hits == {10, 11, 12}
-    shown = results[0].as_dict(chunks, settings.neighbour_chars)
-    assert shown["snippet"] == "- line 9\n- line 10\n- line 11\n- line 12"
-    assert (shown["start_line"], shown["end_line"]) == (10, 13)
+    assert all(chunks[r.first].headings == chunks[r.last].headings for r in results)
+    assert all(sum(len(chunks[i].text) + 1 for i in range(r.first, r.last + 1)) <= 25 for r in results)
+    shown = [i for r in results for i in range(r.first, r.last + 1)]
+    assert sorted(shown) == list(range(6))  # every likely line shown once: no two windows overlap
 
 
-def test_fewer_results_are_a_prefix_of_more_and_lower_hits_widen_top_windows():
-    chunks = chunk_markdown("".join(f"- line {i}\n" for i in range(60)))
-    ranked = [("m.md", i, 1 - i / 100) for i in (5, 15, 25, 35, 45, 55, 6, 16, 26)]
-    settings = RankSettings(window_chars=20, neighbour_chars=10, layout_results=8)
-    files, dates = {"m.md": chunks}, {"m.md": None}
-    spans = [[(r.first, r.last) for r in select(ranked, files, dates, limit, settings)] for limit in (2, 6, 8)]
+def test_fewer_results_are_a_prefix_of_more():
+    files = _lines(60)
+    ranked = [("m.md", i, 0.9 - i / 100) for i in (5, 15, 25, 35, 45, 55, 6, 16, 26)]
+    spans = [[(r.first, r.last) for r in select(ranked, files, {"m.md": None}, n, RankSettings())] for n in (2, 6, 8)]
     assert spans[0] == spans[1][:2] == spans[2][:2]
     assert spans[1] == spans[2][:6]
-    assert select(ranked, files, dates, 2, settings)[0].hits == {5, 6}
+    assert spans[1][0] == (5, 6)
+
+
+def test_likely_neighbours_are_shown_in_full_unlikely_ones_clipped():
+    chunks = chunk_markdown("- short anchor line\n- " + "a long neighbouring line " * 12 + "\n")
+    ranked = [("m.md", 0, 0.5), ("m.md", 1, 0.4)]
+
+    def snippet_with(full_share: float) -> str:
+        settings = RankSettings(full_share=full_share, anchors=1)
+        result = select(ranked, {"m.md": chunks}, {"m.md": None}, 1, settings)[0]
+        return str(result.as_dict(chunks, settings.neighbour_chars)["snippet"])
+
+    assert snippet_with(0.5).endswith(chunks[1].text)
+    assert snippet_with(1.0).endswith("…") and len(snippet_with(1.0).splitlines()[1]) == 100
 
 
 def test_discovery_skips_hidden_and_non_markdown_files(tmp_path: Path):
@@ -229,5 +246,8 @@ def test_features_measure_each_candidate_against_the_query():
     assert alice["length"] == pytest.approx(math.log(31))
     assert MODEL.probability(rows).shape == (2,)
     assert len(MODEL.weights) == len(FEATURES)
-    with pytest.raises(ValueError, match="vector"):
-        features([1], dataclasses.replace(signals, similarity=None), table)
+    without_vectors = dict(
+        zip(FEATURES, features([1], dataclasses.replace(signals, similarity=None), table)[0], strict=True)
+    )
+    assert without_vectors["similarity"] == without_vectors["window_similarity"] == 0.0
+    assert without_vectors["coverage"] == 1.0
