@@ -76,7 +76,7 @@ class MemoryIndex:
         self.last_sync_seconds = 0.0
         self._order: list[tuple[str, int]] = []  # (file, chunk index) by position
         self._positions: dict[str, int] = {}  # BM25 document id -> position
-        self.table = ChunkTable([], [], [], [], frozenset())  # per-position facts for re-scoring
+        self.table = ChunkTable.build([], [], [], [])  # per-position facts for re-scoring
         with self._lock:
             self.lexical = LexicalIndex(state / "tantivy")
             self.vectors = VectorStore(state / "lancedb", embedder) if embedder else None
@@ -173,13 +173,11 @@ class MemoryIndex:
         self._order = [(rel, i) for rel in sorted(self.files) for i in range(len(self.files[rel].chunks))]
         self._positions = {_chunk_id(rel, i): position for position, (rel, i) in enumerate(self._order)}
         numbers = {rel: number for number, rel in enumerate(sorted(self.files))}
-        speakers = [speaker_of(self.files[rel].chunks[i].text) for rel, i in self._order]
-        self.table = ChunkTable(
+        self.table = ChunkTable.build(
             terms=[self.files[rel].terms[i] for rel, i in self._order],
-            speakers=speakers,
+            speakers=[speaker_of(self.files[rel].chunks[i].text) for rel, i in self._order],
             lengths=[len(self.files[rel].chunks[i].text) for rel, i in self._order],
             files=[numbers[rel] for rel, _ in self._order],
-            names=frozenset(name for name in speakers if name),
         )
         if self.vectors is not None:
             self.vectors.use([self.files[rel].keys[i] for rel, i in self._order])
@@ -219,7 +217,7 @@ class MemoryIndex:
         self, query: str, limit: int, min_score: float = 0.0, today: dt.date | None = None
     ) -> list[dict[str, object]]:
         """Up to `limit` result windows for `query`, best first, each as the dict `memory_search` returns."""
-        candidates, scores = self.candidates(query)
+        candidates, scores, calibrated = self.candidates(query)
         today = today or dt.date.today()
         ranked: list[tuple[str, int, float]] = []
         for position, score in zip(candidates, scores, strict=True):
@@ -230,17 +228,18 @@ class MemoryIndex:
         ranked.sort(key=lambda item: -item[2])
         chunks = {rel: record.chunks for rel, record in self.files.items()}
         dates = {rel: record.date for rel, record in self.files.items()}
-        results: list[Result] = select(ranked, chunks, dates, limit, self.settings)
+        results: list[Result] = select(ranked, chunks, dates, limit, self.settings, calibrated)
         return [result.as_dict(chunks[result.path], self.settings.neighbour_chars) for result in results]
 
-    def candidates(self, query: str) -> tuple[list[int], npt.NDArray[np.float64]]:
-        """Positions worth a look for `query` and their scores (before decay): fused, then re-scored."""
+    def candidates(self, query: str) -> tuple[list[int], npt.NDArray[np.float64], bool]:
+        """Positions worth a look for `query`, their scores (before decay) and whether those are probabilities
+        (re-scored by a model) or plain fusion scores (no model)."""
         signals = self.signals(query)
         positions = list(signals.fused)
         model = self.settings.model if self.vectors is not None else self.settings.text_model
         if model is None:
-            return positions, np.array([signals.fused[p] for p in positions], dtype=np.float64)
-        return positions, model.probability(features(positions, signals, self.table))
+            return positions, np.array([signals.fused[p] for p in positions], dtype=np.float64), False
+        return positions, model.probability(features(positions, signals, self.table)), True
 
     def signals(self, query: str) -> Signals:
         """Ranked lists of words, meaning, and both again within the days the query names; their fusion."""

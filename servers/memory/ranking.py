@@ -98,6 +98,7 @@ def select(
     dates: Mapping[str, dt.date | None],
     limit: int,
     settings: RankSettings,
+    calibrated: bool = True,
 ) -> list[Result]:
     """Up to `limit` windows, each the one that adds the most expected findings to those chosen before it.
 
@@ -108,6 +109,9 @@ def select(
     window reaches out only to neighbours likely to matter, and six windows spread over six exchanges rather
     than repeat one.
     Chosen one at a time, `limit` = n returns the first n results of any larger `limit`.
+
+    Scores that are not probabilities (`calibrated` false: a plain fusion, for comparisons) say nothing about
+    neighbours, so then windows are chosen by their anchor's score alone and filled up to `window_chars`.
     """
     chance = {(path, i): score for path, i, score in ranked}
     anchors = [(path, i) for path, i, _ in ranked[: settings.anchors]]
@@ -119,7 +123,8 @@ def select(
     while len(results) < limit:
         for path, hit in stale - shown:
             taken = [(r.first, r.last) for r in results if r.path == path]
-            best[(path, hit)] = _best_window(files[path], path, hit, chance, shown, taken, settings)
+            worth = chance if calibrated else {(path, hit): chance[(path, hit)]}
+            best[(path, hit)] = _best_window(files[path], path, hit, worth, shown, taken, settings, calibrated)
         for anchor in stale & shown:
             best.pop(anchor, None)
         if not best:
@@ -130,7 +135,8 @@ def select(
         missed = 1.0
         for i in range(found.first, found.last + 1):
             missed *= 1.0 - chance.get((path, i), 0.0)
-        results.append(Result(path, found.first, found.last, 1.0 - missed, found.full, dates.get(path)))
+        score = 1.0 - missed if calibrated else chance[anchor]
+        results.append(Result(path, found.first, found.last, score, found.full, dates.get(path)))
         shown.update((path, i) for i in range(found.first, found.last + 1))
         stale = {a for a in best if a[0] == path}
     return results
@@ -152,6 +158,7 @@ def _best_window(
     shown: set[tuple[str, int]],
     taken: Sequence[tuple[int, int]],
     settings: RankSettings,
+    calibrated: bool,
 ) -> _Window:
     """The run of chunks around `hit` with the highest gain (see `select`), clear of the `taken` windows."""
     lowest, highest = _room(chunks, hit, taken)
@@ -170,7 +177,7 @@ def _best_window(
             if used > settings.window_chars:
                 break
             likely = 0.0 if (path, i) in shown else chance.get((path, i), 0.0)
-            found.append((likely - settings.char_cost * size, size))
+            found.append((likely - (settings.char_cost if calibrated else 0.0) * size, size))
         return found
 
     centre = own  # the anchor is shown whatever it costs: its size must not rank it
@@ -188,7 +195,7 @@ def _best_window(
                 value, size = value + after[right - 1][0], size + after[right - 1][1]
                 if size > settings.window_chars:
                     break
-            if value > best[0]:
+            if value >= best[0]:  # on a tie, the wider window
                 best = (value, left, right)
     gain, left, right = best
     first, last = hit - left, hit + right

@@ -9,7 +9,6 @@ and the score is a calibrated probability that the chunk holds what the query as
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -76,16 +75,44 @@ def speaker_of(text: str) -> str | None:
 class ChunkTable:
     """Per-chunk facts the features need, by position in the index's chunk order."""
 
-    terms: Sequence[frozenset[str]]
+    postings: Mapping[str, npt.NDArray[np.intp]]  # index term -> the positions whose text holds it
     speakers: Sequence[str | None]
-    lengths: Sequence[int]
-    files: Sequence[int]  # which file each position belongs to; neighbours are positions of the same file
+    log_lengths: Matrix
+    files: npt.NDArray[np.intp]  # which file each position belongs to: neighbours are positions of the same file
     names: frozenset[str]  # every speaker seen
 
-    def neighbours(self, position: int, span: int) -> list[int]:
-        file = self.files[position]
-        around = range(position - span, position + span + 1)
-        return [p for p in around if p != position and 0 <= p < len(self.files) and self.files[p] == file]
+    @classmethod
+    def build(
+        cls,
+        terms: Sequence[frozenset[str]],
+        speakers: Sequence[str | None],
+        lengths: Sequence[int],
+        files: Sequence[int],
+    ) -> ChunkTable:
+        postings: dict[str, list[int]] = {}
+        for position, held in enumerate(terms):
+            for term in held:
+                postings.setdefault(term, []).append(position)
+        return cls(
+            postings={term: np.array(found, dtype=np.intp) for term, found in postings.items()},
+            speakers=speakers,
+            log_lengths=np.log(np.asarray(lengths, dtype=np.float64) + 1),
+            files=np.asarray(files, dtype=np.intp),
+            names=frozenset(name for name in speakers if name),
+        )
+
+    def holding(self, term: str) -> npt.NDArray[np.bool_]:
+        """A mask over positions: which chunks hold `term`."""
+        mask = np.zeros(len(self.files), dtype=bool)
+        mask[self.postings.get(term, np.zeros(0, dtype=np.intp))] = True
+        return mask
+
+    def neighbour(
+        self, positions: npt.NDArray[np.intp], offset: int
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+        """The positions `offset` away (clamped) and whether each is in the same file."""
+        moved = np.clip(positions + offset, 0, max(len(self.files) - 1, 0))
+        return moved, (moved == positions + offset) & (self.files[moved] == self.files[positions])
 
 
 @dataclass(frozen=True)
@@ -104,30 +131,42 @@ class Signals:
 
 def features(candidates: Sequence[int], signals: Signals, table: ChunkTable) -> Matrix:
     """One row of FEATURES per candidate position; without vectors the similarity features are 0."""
+    at = np.asarray(candidates, dtype=np.intp)
     similarity = signals.similarity if signals.similarity is not None else np.zeros(len(table.files), np.float32)
-    relative = similarity - (similarity.max() if len(similarity) else 0.0)
-    weights = signals.term_weights
-    total_weight = sum(weights.values()) or 1.0
+    relative = (similarity - (similarity.max() if len(similarity) else 0.0)).astype(np.float64)
+    before, has_before = table.neighbour(at, -1)
+    after, has_after = table.neighbour(at, 1)
+    around = np.stack([np.where(has_before, relative[before], -np.inf), np.where(has_after, relative[after], -np.inf)])
+    best_around = around.max(axis=0)
+    count = 1 + has_before.astype(int) + has_after.astype(int)
+    window = (
+        relative[at] + np.where(has_before, relative[before], 0) + np.where(has_after, relative[after], 0)
+    ) / count
+    total_weight = sum(signals.term_weights.values()) or 1.0
+    coverage, near_coverage = np.zeros(len(at)), np.zeros(len(at))
+    for term, weight in signals.term_weights.items():
+        held = table.holding(term)
+        near = np.zeros(len(at), dtype=bool)
+        for offset in (-2, -1, 1, 2):
+            moved, same_file = table.neighbour(at, offset)
+            near |= same_file & held[moved]
+        coverage += weight * held[at]
+        near_coverage += weight * (near & ~held[at])
     k = signals.rrf_k
-    rows = np.zeros((len(candidates), len(FEATURES)))
-    for row, position in enumerate(candidates):
-        terms = table.terms[position]
-        around = table.neighbours(position, 1)
-        near = set[str]().union(*(table.terms[p] for p in table.neighbours(position, 2))) - terms
-        rows[row] = (
-            _place(signals.text, position, k),
-            _place(signals.vector, position, k),
-            relative[position],
-            _place(signals.dated_text, position, k),
-            max((relative[p] for p in around), default=0.0),
-            sum(weight for term, weight in weights.items() if term in terms) / total_weight,
-            sum(weight for term, weight in weights.items() if term in near) / total_weight,
-            math.log(table.lengths[position] + 1),
-            float(table.speakers[position] in signals.named),
-            signals.fused.get(position, 0.0),
-            (relative[position] + sum(relative[p] for p in around)) / (1 + len(around)),
-        )
-    return rows
+    columns = (
+        [_place(signals.text, p, k) for p in candidates],
+        [_place(signals.vector, p, k) for p in candidates],
+        relative[at],
+        [_place(signals.dated_text, p, k) for p in candidates],
+        np.where(np.isfinite(best_around), best_around, 0.0),
+        coverage / total_weight,
+        near_coverage / total_weight,
+        table.log_lengths[at],
+        [float(table.speakers[p] in signals.named) for p in candidates],
+        [signals.fused.get(p, 0.0) for p in candidates],
+        window,
+    )
+    return np.column_stack([np.asarray(column, dtype=np.float64) for column in columns]).reshape(len(at), len(FEATURES))
 
 
 def _place(ranks: Mapping[int, int], position: int, k: float) -> float:

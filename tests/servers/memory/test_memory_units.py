@@ -218,13 +218,13 @@ def test_speakers_are_the_labels_of_attributed_lines():
 
 
 def test_features_measure_each_candidate_against_the_query():
-    table = ChunkTable(
+    table = ChunkTable.build(
         terms=[frozenset({"tea"}), frozenset({"alic", "green", "tea"}), frozenset({"coffe"}), frozenset({"green"})],
         speakers=[None, "alice", "bob", None],
         lengths=[10, 30, 20, 5],
         files=[0, 0, 0, 1],
-        names=frozenset({"alice", "bob"}),
     )
+    assert table.names == {"alice", "bob"}
     signals = Signals(
         text={1: 0, 0: 1},
         vector={2: 0},
@@ -242,6 +242,8 @@ def test_features_measure_each_candidate_against_the_query():
     assert alice["neighbour_similarity"] == 0.0  # its neighbour (bob, position 2) is the best match
     assert alice["coverage"] == 1.0 and bob["coverage"] == 0.0
     assert bob["near_coverage"] == 1.0  # green and tea are on the line before (position 3 is another file)
+    assert alice["near_coverage"] == 0.0  # what its neighbours hold, it holds itself
+    assert alice["window_similarity"] == pytest.approx((-0.2 - 0.5 + 0.0) / 3)
     assert alice["speaker"] == 1.0 and bob["speaker"] == 0.0
     assert alice["length"] == pytest.approx(math.log(31))
     assert MODEL.probability(rows).shape == (2,)
