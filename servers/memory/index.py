@@ -222,14 +222,16 @@ class MemoryIndex:
         ranked: list[tuple[str, int, float]] = []
         for position, score in zip(candidates, scores, strict=True):
             rel, i = self._order[position]
-            final = float(score) * decay(self.files[rel].date, today, self.settings)
-            if final >= min_score:
-                ranked.append((rel, i, final))
+            ranked.append((rel, i, float(score) * decay(self.files[rel].date, today, self.settings)))
         ranked.sort(key=lambda item: -item[2])
         chunks = {rel: record.chunks for rel, record in self.files.items()}
         dates = {rel: record.date for rel, record in self.files.items()}
         results: list[Result] = select(ranked, chunks, dates, limit, self.settings, calibrated)
-        return [result.as_dict(chunks[result.path], self.settings.neighbour_chars) for result in results]
+        return [
+            result.as_dict(chunks[result.path], self.settings.neighbour_chars)
+            for result in results
+            if result.score >= min_score
+        ]
 
     def candidates(self, query: str) -> tuple[list[int], npt.NDArray[np.float64], bool]:
         """Positions worth a look for `query`, their scores (before decay) and whether those are probabilities

@@ -124,7 +124,7 @@ def select(
         for path, hit in stale - shown:
             taken = [(r.first, r.last) for r in results if r.path == path]
             worth = chance if calibrated else {(path, hit): chance[(path, hit)]}
-            best[(path, hit)] = _best_window(files[path], path, hit, worth, shown, taken, settings, calibrated)
+            best[(path, hit)] = _best_window(files[path], path, hit, worth, taken, settings, calibrated)
         for anchor in stale & shown:
             best.pop(anchor, None)
         if not best:
@@ -155,35 +155,35 @@ def _best_window(
     path: str,
     hit: int,
     chance: Mapping[tuple[str, int], float],
-    shown: set[tuple[str, int]],
     taken: Sequence[tuple[int, int]],
     settings: RankSettings,
     calibrated: bool,
 ) -> _Window:
     """The run of chunks around `hit` with the highest gain (see `select`), clear of the `taken` windows."""
-    lowest, highest = _room(chunks, hit, taken)
+    lowest, highest = _room(len(chunks), hit, taken)
     own = chance.get((path, hit), 0.0)
 
     def shown_in_full(i: int) -> bool:
         return i == hit or chance.get((path, i), 0.0) >= settings.full_share * own
 
     def reach(step: int, end: int) -> list[tuple[float, int]]:
-        """(value, size) of each neighbour from `hit` towards `end`, as far as the window could reach."""
+        """(value, size) of each neighbour from `hit` towards `end`, as far as the window could reach within
+        its section."""
         found: list[tuple[float, int]] = []
         used = len(chunks[hit].text) + 1
         for i in range(hit + step, end + step, step):
+            if chunks[i].headings != chunks[hit].headings:
+                break
             size = (len(chunks[i].text) if shown_in_full(i) else min(len(chunks[i].text), settings.neighbour_chars)) + 1
             used += size
             if used > settings.window_chars:
                 break
-            likely = 0.0 if (path, i) in shown else chance.get((path, i), 0.0)
-            found.append((likely - (settings.char_cost if calibrated else 0.0) * size, size))
+            found.append((chance.get((path, i), 0.0) - (settings.char_cost if calibrated else 0.0) * size, size))
         return found
 
-    centre = own  # the anchor is shown whatever it costs: its size must not rank it
     before, after = reach(-1, lowest), reach(1, highest)
-    best = (centre, 0, 0)
-    left_value, left_size = centre, len(chunks[hit].text) + 1
+    best = (own, 0, 0)  # the anchor is shown whatever it costs: its size must not rank it
+    left_value, left_size = own, len(chunks[hit].text) + 1
     for left in range(len(before) + 1):
         if left:
             left_value, left_size = left_value + before[left - 1][0], left_size + before[left - 1][1]
@@ -202,13 +202,9 @@ def _best_window(
     return _Window(gain, first, last, {i for i in range(first, last + 1) if shown_in_full(i)})
 
 
-def _room(chunks: Sequence[Chunk], hit: int, taken: Sequence[tuple[int, int]]) -> tuple[int, int]:
-    """How far a window around `hit` may reach: its section, short of windows already taken."""
-    lowest = highest = hit
-    while lowest > 0 and chunks[lowest - 1].headings == chunks[hit].headings:
-        lowest -= 1
-    while highest + 1 < len(chunks) and chunks[highest + 1].headings == chunks[hit].headings:
-        highest += 1
+def _room(count: int, hit: int, taken: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """The first and last chunk a window around `hit` may reach, short of the windows already taken."""
+    lowest, highest = 0, count - 1
     for first, last in taken:
         if last < hit:
             lowest = max(lowest, last + 1)
