@@ -1,15 +1,15 @@
-"""Fit the re-scoring model of `servers/memory/rerank.py` on LoCoMo, check it on held-out halves, print it.
+"""Fit a re-scoring model of `servers/memory/rerank.py` on LoCoMo, check it on held-out halves, print it.
 
-    .venv/bin/python bench/_memory_train.py
-    .venv/bin/python bench/_memory_train.py --embedder none           # the model for indexes without vectors
+    .venv/bin/python bench/_memory_train.py                            # MODELS["use"], the default embedder's
+    .venv/bin/python bench/_memory_train.py --embedder e5              # MODELS["e5"]
+    .venv/bin/python bench/_memory_train.py --embedder none            # MODELS["none"]: no vectors, or no model
     .venv/bin/python bench/_memory_train.py --set char_cost=1e-5       # the same under other settings
 
 Each question's candidates (the fused lists of `MemoryIndex.signals`) get their FEATURES rows and a label: does
 the chunk hold an evidence turn? The weights maximise, per question, the softmax share of the labelled
 candidates (what ranking needs); a logistic fit of that score to the labels then calibrates it into a
 probability. To guard against overfitting it first fits on one half of the conversations and scores the other
-with the real search, both ways; the model printed at the end is fitted on all five. With `--embedder none` it
-fits TEXT_MODEL, used by indexes without vectors (whose similarity features are all 0).
+with the real search, both ways; the model printed at the end is fitted on all five, as a `MODELS` entry.
 """
 
 from __future__ import annotations
@@ -95,7 +95,8 @@ def _calibrate(score: np.ndarray, gap: np.ndarray, labels: np.ndarray) -> tuple[
 def evaluate(loaded: list[tuple[MemoryIndex, list[locomo.Question]]], model: LinearModel | None) -> str:
     hits = every = chars = count = 0
     for index, questions in loaded:
-        index.settings = dataclasses.replace(index.settings, model=model, text_model=model)
+        models = None if model is None else {"none": model, index.embedder.name if index.embedder else "none": model}
+        index.settings = dataclasses.replace(index.settings, models=models)
         for question in questions:
             snippets = [str(item["snippet"]) for item in index.search(question.text, 6)]
             hit, complete = locomo.score(snippets, question, 6)
@@ -107,10 +108,9 @@ def evaluate(loaded: list[tuple[MemoryIndex, list[locomo.Question]]], model: Lin
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", action="append", default=[], help="a RankSettings override, name=value")
-    parser.add_argument("--embedder", default="use", help="use (fits MODEL) or none (fits TEXT_MODEL)")
+    parser.add_argument("--embedder", default="use", help="the embedder to fit a model for: use, e5 or none")
     args = parser.parse_args()
     settings = settings_from(args.set)
-    constant = "TEXT_MODEL" if args.embedder == "none" else "MODEL"
     loaded = {name: load(name, args.embedder, settings) for name in locomo.conversations()}
     halves = {label: [loaded[name] for name in names if name in loaded] for label, names in SPLITS.items()}
     for label, members in halves.items():
@@ -121,7 +121,7 @@ def main() -> None:
     model = fit([query for _, _, queries in loaded.values() for query in queries])
     print(f"all: fitted on all {evaluate([(i, q) for i, q, _ in loaded.values()], model)}")
     weights = ", ".join(f"{w:.4g}" for w in model.weights)
-    print(f"{constant} = LinearModel(weights=({weights}), bias={model.bias:.4g}, behind={model.behind:.4g})")
+    print(f'"{args.embedder}": LinearModel(weights=({weights}), bias={model.bias:.4g}, behind={model.behind:.4g}),')
     for name, weight in zip(FEATURES, model.weights, strict=True):
         print(f"  {name:22} {weight:+.4f}")
 

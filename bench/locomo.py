@@ -39,7 +39,7 @@ SYSTEMS = {
     "ours-bm25": ["--embedder", "none"],  # our ranking without vectors
     "bm25": ["--embedder", "none", "--search", "text"],
     "vector": ["--search", "vector"],
-    "ours-e5": ["--embedder", "e5"],  # not in the default run: the slower, slightly better embedder
+    "ours-e5": ["--embedder", "e5"],  # not in the default run: the slower embedder, with its own model
 }
 
 

@@ -75,7 +75,7 @@ def _progress_bar() -> Callable[[int], Callable[[int], None]] | None:
 
 def _settings(mode: str) -> RankSettings:
     """One leg's plain ranking for comparisons: no model, and windows sized to show about as much as hybrid's."""
-    plain = replace(RankSettings(), model=None, text_model=None, window_chars=520)
+    plain = replace(RankSettings(), models=None, window_chars=520)
     if mode == "text":
         return replace(plain, vector_weight=0.0)
     if mode == "vector":

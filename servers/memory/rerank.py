@@ -51,17 +51,32 @@ class LinearModel:
         return 1.0 / (1.0 + np.exp(-(raw + self.behind * gap + self.bias)))
 
 
-# Both fitted by bench/_memory_train.py (with the default embedder, and with none).
-MODEL = LinearModel(
-    weights=(-0.7168, -0.8368, 3.011, 1.142, 1.745, 2.132, 1.499, 0.4461, 1.037, 1.982, 1.597),
-    bias=-5.177,
-    behind=1.521,
-)
-TEXT_MODEL = LinearModel(  # for an index without vectors
-    weights=(-0.6176, 0, 0, 0.8123, 0, 2.194, 1.405, 0.2447, 0.9219, 1.663, 0),
-    bias=-5.173,
-    behind=1.923,
-)
+# Fitted by bench/_memory_train.py, one per local embedder; "none" (its similarity weights are 0) also serves an
+# index whose embedder has no model of its own: vectors then still count through the fused score.
+MODELS: Mapping[str, LinearModel] = {
+    "use": LinearModel(
+        weights=(-0.7168, -0.8368, 3.011, 1.142, 1.745, 2.132, 1.499, 0.4461, 1.037, 1.982, 1.597),
+        bias=-5.177,
+        behind=1.521,
+    ),
+    "e5": LinearModel(
+        weights=(-0.8291, -0.4235, 6.361, 1.208, 10.21, 1.933, 1.363, 0.403, 1.13, 2.192, 9.078),
+        bias=-5.361,
+        behind=1.411,
+    ),
+    "none": LinearModel(
+        weights=(-0.6176, 0, 0, 0.8123, 0, 2.194, 1.405, 0.2447, 0.9219, 1.663, 0),
+        bias=-5.173,
+        behind=1.923,
+    ),
+}
+
+
+def model_for(models: Mapping[str, LinearModel], embedder: str | None) -> LinearModel:
+    """The model fitted for `embedder` (None: no vectors), or the one for no vectors."""
+    return models.get(embedder or "none", models["none"])
+
+
 _SPEAKER = re.compile(r"^\s*[-*+]\s+([^:\n]{1,40}?):\s")
 
 

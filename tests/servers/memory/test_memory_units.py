@@ -18,10 +18,11 @@ from hermitcrab.servers.memory.lexical import LexicalIndex, analyze
 from hermitcrab.servers.memory.ranking import RankSettings, decay, fuse, select
 from hermitcrab.servers.memory.rerank import (
     FEATURES,
-    MODEL,
+    MODELS,
     ChunkTable,
     Signals,
     features,
+    model_for,
     named_speakers,
     speaker_of,
 )
@@ -246,8 +247,10 @@ def test_features_measure_each_candidate_against_the_query():
     assert alice["window_similarity"] == pytest.approx((-0.2 - 0.5 + 0.0) / 3)
     assert alice["speaker"] == 1.0 and bob["speaker"] == 0.0
     assert alice["length"] == pytest.approx(math.log(31))
-    assert MODEL.probability(rows).shape == (2,)
-    assert len(MODEL.weights) == len(FEATURES)
+    assert all(len(model.weights) == len(FEATURES) for model in MODELS.values())
+    assert model_for(MODELS, "openai") is MODELS["none"] and model_for(MODELS, None) is MODELS["none"]
+    chances = model_for(MODELS, "use").probability(rows)
+    assert chances.shape == (2,) and all(0 < chance < 1 for chance in chances)
     without_vectors = dict(
         zip(FEATURES, features([1], dataclasses.replace(signals, similarity=None), table)[0], strict=True)
     )
