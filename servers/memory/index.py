@@ -13,7 +13,7 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -217,7 +217,7 @@ class MemoryIndex:
         self, query: str, limit: int, min_score: float = 0.0, today: dt.date | None = None
     ) -> list[dict[str, object]]:
         """Up to `limit` result windows for `query`, best first, each as the dict `memory_search` returns."""
-        candidates, scores, calibrated = self.candidates(query)
+        candidates, scores = self.candidates(query)
         today = today or dt.date.today()
         ranked: list[tuple[str, int, float]] = []
         for position, score in zip(candidates, scores, strict=True):
@@ -226,57 +226,58 @@ class MemoryIndex:
         ranked.sort(key=lambda item: -item[2])
         chunks = {rel: record.chunks for rel, record in self.files.items()}
         dates = {rel: record.date for rel, record in self.files.items()}
-        results: list[Result] = select(ranked, chunks, dates, limit, self.settings, calibrated)
+        results: list[Result] = select(ranked, chunks, dates, limit, self.settings)
         return [
             result.as_dict(chunks[result.path], self.settings.neighbour_chars)
             for result in results
             if result.score >= min_score
         ]
 
-    def candidates(self, query: str) -> tuple[list[int], npt.NDArray[np.float64], bool]:
-        """Positions worth a look for `query`, their scores (before decay) and whether those are probabilities
-        (re-scored by a model) or plain fusion scores (no model)."""
+    def candidates(self, query: str) -> tuple[list[int], npt.NDArray[np.float64]]:
+        """Positions worth a look for `query` and their scores before decay: probabilities from the re-scoring
+        model, or plain fusion scores when `settings.models` is None."""
         signals = self.signals(query)
         positions = list(signals.fused)
         if self.settings.models is None:
-            return positions, np.array([signals.fused[p] for p in positions], dtype=np.float64), False
+            return positions, np.array([signals.fused[p] for p in positions], dtype=np.float64)
         model = model_for(self.settings.models, self.embedder.name if self.embedder is not None else None)
-        return positions, model.probability(features(positions, signals, self.table)), True
+        return positions, model.probability(features(positions, signals, self.table))
 
     def signals(self, query: str) -> Signals:
         """Ranked lists of words, meaning, and both again within the days the query names; their fusion."""
         settings = self.settings
         n = settings.candidates
-        text = self._text_leg(query, n, None)
-        legs = [(text, settings.text_weight)]
-        similarity = self.vectors.scores(query) if self.vectors is not None else None
-        vector = top(similarity, n) if similarity is not None else []
-        if similarity is not None:
-            legs.append((vector, settings.vector_weight))
+        weights = self.lexical.term_weights(query)
         ranges = ranges_in(query)
         dated = [
             rel for rel, record in self.files.items() if record.date and any(r.contains(record.date) for r in ranges)
         ]
-        dated_text = self._text_leg(query, n, dated) if dated else []
+        similarity = self.vectors.scores(query) if self.vectors is not None else None
+        text = self._text_leg(weights, n, None)
+        vector = top(similarity, n) if similarity is not None else []
+        dated_text = self._text_leg(weights, n, dated) if dated else []
+        legs = [(text, settings.text_weight)]
+        if similarity is not None:
+            legs.append((vector, settings.vector_weight))
         if dated:
             legs.append((dated_text, settings.date_weight * settings.text_weight))
-        if dated and similarity is not None:
-            dated_set = set(dated)
-            among = np.fromiter((rel in dated_set for rel, _ in self._order), dtype=bool, count=len(self._order))
-            legs.append((top(similarity, n, among), settings.date_weight * settings.vector_weight))
+            if similarity is not None:
+                dated_set = set(dated)
+                among = np.fromiter((rel in dated_set for rel, _ in self._order), dtype=bool, count=len(self._order))
+                legs.append((top(similarity, n, among), settings.date_weight * settings.vector_weight))
         return Signals(
             text=_ranks(text),
             vector=_ranks(vector),
             dated_text=_ranks(dated_text),
             fused=fuse(legs, settings.rrf_k),
             similarity=similarity,
-            term_weights=self.lexical.term_weights(query),
+            term_weights=weights,
             named=named_speakers(query, self.table.names),
             rrf_k=settings.rrf_k,
         )
 
-    def _text_leg(self, query: str, limit: int, paths: list[str] | None) -> list[int]:
-        hits = self.lexical.search(query, limit, self.settings.near_weight, paths)
+    def _text_leg(self, weights: Mapping[str, float], limit: int, paths: list[str] | None) -> list[int]:
+        hits = self.lexical.search(weights, limit, self.settings.near_weight, paths)
         return [self._positions[chunk_id] for chunk_id, _ in hits if chunk_id in self._positions]
 
     def chunk(self, position: int) -> Chunk:

@@ -10,7 +10,7 @@ import logging
 import math
 import re
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -111,16 +111,16 @@ class LexicalIndex:
         return {term: _idf(searcher.doc_freq("body", term), searcher.num_docs) for term in terms}
 
     def search(
-        self, query: str, limit: int, near_weight: float = 0.25, paths: Sequence[str] | None = None
+        self, weights: Mapping[str, float], limit: int, near_weight: float = 0.25, paths: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
         """Chunk ids by BM25 over the chunk text plus a lighter BM25 over its neighbours (any term may match),
         only from `paths` when given.
 
-        Each query term is boosted by its IDF, so a term weighs IDF squared in all (the query side of tf-idf):
+        `weights` are the query's `term_weights`. Each query term is boosted by its IDF, so a term weighs IDF
+        squared in all (the query side of tf-idf):
         a rare, specific word ("workshop") outweighs the common ones a question is framed with ("recently",
         a name on every line), which BM25's length normalisation otherwise lets short lines win on.
         """
-        weights = self.term_weights(query)
         if not weights:
             return []
         searcher = self._index.searcher()

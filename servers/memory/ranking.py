@@ -97,7 +97,6 @@ def select(
     dates: Mapping[str, dt.date | None],
     limit: int,
     settings: RankSettings,
-    calibrated: bool = True,
 ) -> list[Result]:
     """Up to `limit` windows, each the one that adds the most expected findings to those chosen before it.
 
@@ -109,9 +108,11 @@ def select(
     than repeat one.
     Chosen one at a time, `limit` = n returns the first n results of any larger `limit`.
 
-    Scores that are not probabilities (`calibrated` false: a plain fusion, for comparisons) say nothing about
-    neighbours, so then windows are chosen by their anchor's score alone and filled up to `window_chars`.
+    Without a model (`settings.models` None: plain fusion scores, for comparisons) scores are not
+    probabilities and say nothing about neighbours, so windows are chosen by their anchor's score alone and
+    filled up to `window_chars`.
     """
+    calibrated = settings.models is not None
     chance = {(path, i): score for path, i, score in ranked}
     anchors = [(path, i) for path, i, _ in ranked[: settings.anchors]]
     order = {anchor: place for place, anchor in enumerate(anchors)}
@@ -123,7 +124,7 @@ def select(
         for path, hit in stale - shown:
             taken = [(r.first, r.last) for r in results if r.path == path]
             worth = chance if calibrated else {(path, hit): chance[(path, hit)]}
-            best[(path, hit)] = _best_window(files[path], path, hit, worth, taken, settings, calibrated)
+            best[(path, hit)] = _best_window(files[path], path, hit, worth, taken, settings)
         for anchor in stale & shown:
             best.pop(anchor, None)
         if not best:
@@ -156,10 +157,10 @@ def _best_window(
     chance: Mapping[tuple[str, int], float],
     taken: Sequence[tuple[int, int]],
     settings: RankSettings,
-    calibrated: bool,
 ) -> _Window:
     """The run of chunks around `hit` with the highest gain (see `select`), clear of the `taken` windows."""
     lowest, highest = _room(len(chunks), hit, taken)
+    price = settings.char_cost if settings.models is not None else 0.0  # without a model, fill the window
     own = chance.get((path, hit), 0.0)
 
     def shown_in_full(i: int) -> bool:
@@ -177,7 +178,7 @@ def _best_window(
             used += size
             if used > settings.window_chars:
                 break
-            found.append((chance.get((path, i), 0.0) - (settings.char_cost if calibrated else 0.0) * size, size))
+            found.append((chance.get((path, i), 0.0) - price * size, size))
         return found
 
     before, after = reach(-1, lowest), reach(1, highest)
