@@ -54,6 +54,7 @@ class Agent:
             timezone=now.tzname() or "local time",
             channel=event.target.channel,
             session=event.session_key,
+            user=_sender(event),
             tools=", ".join(spec.name for spec in toolbox.specs()),
             persona=render_persona(persona),
         )
@@ -75,3 +76,10 @@ class Agent:
         )
         self.last_context_chars[event.session_key] = result.context_chars
         return result
+
+
+def _sender(event: Event) -> str:
+    """Who the event comes from, as the model should address them; not a user for timers and servers."""
+    if event.target.user:
+        return f"user {event.target.user!r} in conversation {event.target.conversation!r}"
+    return f"no user ({event.kind} event)"

@@ -23,14 +23,14 @@ async def status(agent: Agent, event: Event) -> str:
     context = agent.last_context_chars.get(event.session_key)
     context_text = f"~{context // 4:,} tokens ({context:,} chars)" if context else "not measured yet (no turn so far)"
     servers: list[ServerHandle] = list(agent.pool.handles.values()) if agent.pool else []
-    server_text = ", ".join(f"{h.config.name} {'up' if h.ready else 'down'}" for h in servers) or "none"
+    server_text = "".join(f"\n- {h.config.name}: {h.state}" for h in servers) or " none"
     return "\n".join(
         [
             f"Model: {agent.provider.label}",
             f"Session: {event.session_key} ({session.id})",
             f"Tokens used: {usage.input_tokens:,} in / {usage.output_tokens:,} out",
             f"Context: {context_text}",
-            f"MCP servers: {server_text}",
+            f"MCP servers:{server_text}",
         ]
     )
 

@@ -41,7 +41,11 @@ async def compact(session: Session, provider: Provider, keep_recent_tokens: int)
     completion = await provider.complete(PROMPT, [Message("user", history)], [])
     tokens_before = sum(len(_render(e)) for e in live) // CHARS_PER_TOKEN
     session.transcript.append(
-        "compaction", summary=completion.message.content, first_kept_id=live[cut]["id"], tokens_before=tokens_before
+        "compaction",
+        summary=completion.message.content,
+        first_kept_id=live[cut]["id"],
+        tokens_before=tokens_before,
+        usage=completion.usage.as_entry(),
     )
     session.usage = session.usage + completion.usage
     logger.info("compacted %d entries of session %s (~%d tokens before)", cut, session.key, tokens_before)

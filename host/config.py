@@ -5,15 +5,17 @@ This is the only module that reads `os.environ` (through the `environ` mapping t
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args, get_origin
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError
 
@@ -118,10 +120,11 @@ def home_dir(environ: Mapping[str, str]) -> Path:
 
 
 class _ServerEntry(BaseModel):
-    """One `mcpServers` entry as Claude Desktop writes it (other keys it may carry are ignored)."""
+    """One `mcpServers` entry as Claude Desktop writes it; an unknown key is an error, never silently ignored."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
+    type: Literal["stdio", "http", "streamable-http"] | None = None
     command: str | None = None
     args: list[str] = []
     env: dict[str, str] = {}
@@ -138,6 +141,8 @@ class _ServerEntry(BaseModel):
     def _one_transport(self) -> _ServerEntry:
         if bool(self.command) == bool(self.url):
             raise ValueError("needs exactly one of 'command' or 'url'")
+        if self.type is not None and (self.type == "stdio") != bool(self.command):
+            raise ValueError(f"type {self.type!r} does not match {'command' if self.command else 'url'!r}")
         return self
 
 
@@ -163,6 +168,17 @@ class _AgentEntry(BaseModel):
     ask_timeout_s: float = Field(default=300.0, gt=0)
     timezone: str | None = None
     context_window_tokens: int = Field(default=128_000, ge=4_000)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, zone: str | None) -> str | None:
+        if zone is None:
+            return None
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {zone!r}{_nearest(zone, available_timezones())}") from None
+        return zone
     reserve_tokens: int = Field(default=20_000, ge=0)
     keep_recent_tokens: int = Field(default=20_000, ge=0)
 
@@ -272,10 +288,49 @@ def _validate(model: type[_Model], data: object, source: Path) -> _Model:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
-        )
+        problems = "; ".join(_problem(model, error) for error in exc.errors())
         raise ConfigError(f"{source}: {problems}") from exc
+
+
+def _problem(model: type[BaseModel], error: Mapping[str, Any]) -> str:
+    """One validation error as `where: what`, naming the nearest valid key for an unknown one."""
+    loc = error["loc"]
+    where = ".".join(str(part) for part in loc)
+    if error["type"] != "extra_forbidden":
+        return f"{where}: {error['msg'].removeprefix('Value error, ')}"
+    return f"{where}: unknown key{_nearest(str(loc[-1]), _keys_at(model, loc[:-1]))}"
+
+
+def _keys_at(model: type[BaseModel], path: tuple[int | str, ...]) -> list[str]:
+    """The keys valid in the table at `path` (dict keys and list indexes pass through to their values)."""
+    annotation: Any = model
+    for part in path:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field_info = annotation.model_fields.get(str(part))
+            if field_info is None:
+                return []
+            annotation = field_info.annotation
+        elif get_origin(annotation) in (list, dict):
+            annotation = get_args(annotation)[-1]
+        else:
+            return []
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [*annotation.model_fields, *_aliases(annotation)]
+    return []
+
+
+def _aliases(model: type[BaseModel]) -> list[str]:
+    names: list[str] = []
+    for info in model.model_fields.values():
+        alias = info.validation_alias
+        if isinstance(alias, AliasChoices):
+            names.extend(choice for choice in alias.choices if isinstance(choice, str))
+    return names
+
+
+def _nearest(word: str, valid: Iterable[str]) -> str:
+    match = difflib.get_close_matches(word, list(valid), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
 
 
 def _read_toml(path: Path) -> dict[str, object]:

@@ -10,6 +10,8 @@ from typing import Any, Protocol
 from mcp import types
 from mcp.client.context import ClientRequestContext
 
+from .call_clock import waiting_on_user
+
 YES = frozenset({"yes", "y", "true"})
 
 
@@ -40,7 +42,10 @@ def pick(answer: str, choices: Sequence[str]) -> str | None:
 
 
 class ElicitationHandler:
-    """The pool's `elicitation_callback` for one server: one question per form field, answers checked."""
+    """The pool's `elicitation_callback` for one server: one question per form field, answers checked.
+
+    The calling tool's timeout is paused while the user is being asked (`call_clock`).
+    """
 
     def __init__(self, server: str) -> None:
         self.server = server
@@ -51,6 +56,10 @@ class ElicitationHandler:
         asker = current_asker.get()
         if asker is None or not isinstance(params, types.ElicitRequestFormParams):
             return types.ElicitResult(action="decline")
+        with waiting_on_user():
+            return await self._ask(asker, params)
+
+    async def _ask(self, asker: Asker, params: types.ElicitRequestFormParams) -> types.ElicitResult:
         properties: dict[str, Any] = dict(params.requested_schema.get("properties") or {})
         if not properties:
             answer = await asker(quoted(self.server, params.message), ["accept", "decline"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import anyio
 from anyio.abc import ObjectReceiveStream, TaskGroup, TaskStatus
@@ -13,6 +13,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from .agent import Agent
 from .commands import find_command
 from .events import Channel, Event, Target
+from .failures import failure_text
 from .loop import Activity
 
 logger = logging.getLogger(__name__)
@@ -20,8 +21,32 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class _Question:
-    answered: anyio.Event
+    """A question on screen: only its user's next message in the conversation answers it."""
+
+    user: str | None
+    answered: anyio.Event = field(default_factory=anyio.Event)
     answer: str | None = None
+
+    def accepts(self, event: Event) -> bool:
+        return event.kind == "message" and (self.user is None or event.target.user == self.user)
+
+
+@dataclass
+class _Asking:
+    """A conversation's questions: the FIFO lock shows one at a time, in the order they were asked."""
+
+    turn: anyio.Lock = field(default_factory=anyio.Lock)
+    shown: _Question | None = None
+
+    def answer(self, event: Event) -> bool:
+        """Take `event` as the answer to the question on screen, if it is one."""
+        question = self.shown
+        if question is None or not question.accepts(event):
+            return False
+        self.shown = None
+        question.answer = event.text
+        question.answered.set()
+        return True
 
 
 class BoundConversation:
@@ -42,7 +67,7 @@ class BoundConversation:
 
 
 class Gateway:
-    """Routes each event to its session's queue; a pending `ask_user` question takes the next message instead."""
+    """Routes each event to its session's queue; a question on screen takes its user's next message instead."""
 
     def __init__(
         self,
@@ -57,7 +82,7 @@ class Gateway:
         self.ask_timeout_s = ask_timeout_s
         self.on_tool = on_tool
         self.failures = 0
-        self._questions: dict[tuple[str, str], _Question] = {}
+        self._asking: dict[tuple[str, str], _Asking] = {}
         self._queues: dict[str, MemoryObjectSendStream[Event]] = {}
         self._group: TaskGroup | None = None
         self._pending: dict[str, int] = {}
@@ -70,11 +95,9 @@ class Gateway:
             await anyio.sleep_forever()
 
     async def submit(self, event: Event) -> None:
-        """Accept an event: an answer to a pending question, or work queued for its session."""
-        question = self._questions.get(_conversation(event.target))
-        if question is not None and event.kind == "message":
-            question.answer = event.text
-            question.answered.set()
+        """Accept an event: the answer to the question on screen, or work queued for its session."""
+        asking = self._asking.get(_conversation(event.target))
+        if asking is not None and asking.answer(event):
             return
         if self._group is None:
             raise RuntimeError("Gateway.serve() is not running")
@@ -116,28 +139,35 @@ class Gateway:
         return reply
 
     def waiting_for_answer(self, target: Target) -> bool:
-        return _conversation(target) in self._questions
+        asking = self._asking.get(_conversation(target))
+        return asking is not None and asking.shown is not None
 
     async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
-        """Put a question to the conversation's user; their next message (or the channel's own prompt) answers."""
+        """Put a question to `target.user`; their next message in the conversation (or the channel's prompt) answers.
+
+        Questions of one conversation queue up: each is shown once the one before it was answered or expired, and
+        its timeout starts then.
+        """
+        asking = self._asking.setdefault(_conversation(target), _Asking())
         channel = self.channels.get(target.channel)
         own_prompt = getattr(channel, "ask", None)
-        if own_prompt is not None:
-            with anyio.move_on_after(self.ask_timeout_s):
-                answer: str | None = await own_prompt(target, question, choices)
-                return answer
-            return None
-        key = _conversation(target)
-        pending = _Question(anyio.Event())
-        self._questions[key] = pending
-        try:
-            text = question if not choices else f"{question}\n" + "\n".join(f"  - {choice}" for choice in choices)
-            await self.deliver(target, text)
-            with anyio.move_on_after(self.ask_timeout_s):
-                await pending.answered.wait()
-        finally:
-            self._questions.pop(key, None)
-        return pending.answer
+        async with asking.turn:
+            if own_prompt is not None:
+                with anyio.move_on_after(self.ask_timeout_s):
+                    answer: str | None = await own_prompt(target, question, choices)
+                    return answer
+                return None
+            pending = _Question(target.user)
+            asking.shown = pending
+            try:
+                text = question if not choices else f"{question}\n" + "\n".join(f"  - {choice}" for choice in choices)
+                await self.deliver(target, text)
+                with anyio.move_on_after(self.ask_timeout_s):
+                    await pending.answered.wait()
+            finally:
+                if asking.shown is pending:
+                    asking.shown = None
+            return pending.answer
 
     async def deliver(self, target: Target, text: str) -> None:
         channel = self.channels.get(target.channel)
@@ -159,7 +189,7 @@ class Gateway:
 
     async def _report_failure(self, event: Event, exc: Exception) -> None:
         try:
-            await self.deliver(event.target, f"Sorry, that turn failed: {exc}")
+            await self.deliver(event.target, failure_text(exc))
         except Exception:  # the channel itself is broken; the failure is already logged above
             logger.exception("could not report the failure to %s", event.target)
 

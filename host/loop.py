@@ -78,7 +78,7 @@ async def run_turn(
             text=answer.content,
             model=completion.model,
             provider=completion.provider,
-            usage={"input_tokens": completion.usage.input_tokens, "output_tokens": completion.usage.output_tokens},
+            usage=completion.usage.as_entry(),
         )
         messages.append(answer)
         if not answer.tool_calls:

@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from .call_clock import call_clock
 from .config import ServerConfig
 from .elicitation import ElicitationHandler
 from .providers.base import ToolSpec
@@ -29,6 +30,7 @@ from .providers.base import ToolSpec
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
+MAX_SAME_FAILURES = 5
 PROBE_INTERVAL_S = 5.0
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -60,24 +62,39 @@ EventSink = Callable[[ServerEvent], Awaitable[None]]
 class ServerHandle:
     """One supervised connection: (re)started with backoff whenever it dies."""
 
-    def __init__(self, config: ServerConfig, on_event: EventSink | None, errlog: TextIO) -> None:
+    def __init__(
+        self, config: ServerConfig, on_event: EventSink | None, errlog: TextIO, min_backoff_s: float = 0.5
+    ) -> None:
         self.config = config
         self.tools: list[types.Tool] = []
         self.last_error: str | None = None
         self.restarts = 0
+        self.same_failures = 0
+        self.gave_up: str | None = None
         self.attempted = anyio.Event()
         self._on_event = on_event
         self._errlog = errlog
         self._client: Client | None = None
         self._ready = anyio.Event()
         self._dead = anyio.Event()
-        self._backoff = 0.5
+        self._min_backoff_s = min_backoff_s
+        self._backoff = min_backoff_s
 
     @property
     def ready(self) -> bool:
         return self._client is not None
 
+    @property
+    def state(self) -> str:
+        """A few words for `/status` and `doctor`: up, restarting (and why), or given up on (and why)."""
+        if self.ready:
+            return "up"
+        if self.gave_up is not None:
+            return f"stopped, not restarted any more: {self.gave_up}"
+        return f"down, restarting: {self.last_error}" if self.last_error else "starting"
+
     async def supervise(self) -> None:
+        """Keep the server running; give up once it has failed the same way `MAX_SAME_FAILURES` times in a row."""
         while True:
             try:
                 async with self._connect() as client:
@@ -87,25 +104,39 @@ class ServerHandle:
                     self._mark_down()
                     logger.warning("MCP server %r went away; restarting", self.config.name)
             except Exception as exc:  # supervisor boundary: any start-up or transport failure means restart
-                self.last_error = _describe(exc)
-                logger.warning("MCP server %r failed: %s", self.config.name, self.last_error)
+                self._record_failure(exc)
             finally:
                 self._mark_down()
             self.attempted.set()
+            if self.gave_up is not None:
+                logger.error("MCP server %r is not restarted any more: %s", self.config.name, self.gave_up)
+                return
             self.restarts += 1
             await anyio.sleep(self._backoff)
             self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
 
+    def _record_failure(self, exc: Exception) -> None:
+        error = _describe(exc)
+        if _expected(exc):
+            logger.warning("MCP server %r failed: %s", self.config.name, error)
+        else:
+            logger.error("MCP server %r failed unexpectedly: %s", self.config.name, error, exc_info=exc)
+        self.same_failures = self.same_failures + 1 if error == self.last_error else 1
+        self.last_error = error
+        if self.same_failures >= MAX_SAME_FAILURES:
+            self.gave_up = f"failed {self.same_failures} times in a row with: {error}"
+
     def _mark_up(self, client: Client) -> None:
         """Open for calls only once the event stream is in place, so no event published after start-up is missed."""
         self._client = client
-        self._backoff = 0.5
+        self._backoff = self._min_backoff_s
+        self.same_failures = 0
         self._ready.set()
         self.attempted.set()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         timeout = self.config.timeout_s
-        with anyio.move_on_after(timeout):
+        with call_clock(timeout):
             client = await self._connected()
             try:
                 result = await client.call_tool(tool, arguments)
@@ -246,8 +277,11 @@ class McpPool:
         on_event: EventSink | None = None,
         startup_timeout_s: float = 30.0,
         errlog: TextIO = sys.stderr,
+        min_backoff_s: float = 0.5,
     ) -> None:
-        self.handles = {config.name: ServerHandle(config, on_event, errlog) for config in servers}
+        self.handles = {
+            config.name: ServerHandle(config, on_event, errlog, min_backoff_s) for config in servers
+        }
         self._startup_timeout_s = startup_timeout_s
         self._stack = AsyncExitStack()
 
@@ -315,6 +349,14 @@ def _is_connection_lost(exc: MCPError) -> bool:
     return exc.code == types.CONNECTION_CLOSED
 
 
+def _expected(exc: BaseException) -> bool:
+    """Failures a server or its transport cause in normal life; anything else is a bug worth a traceback."""
+    if isinstance(exc, BaseExceptionGroup):
+        group = cast(BaseExceptionGroup[BaseException], exc)
+        return all(_expected(inner) for inner in group.exceptions)
+    return isinstance(exc, _EXPECTED_FAILURES)
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         group = cast(BaseExceptionGroup[BaseException], exc)
@@ -322,4 +364,13 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
+_EXPECTED_FAILURES = (
+    OSError,
+    TimeoutError,
+    MCPError,
+    httpx2.HTTPError,
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+)
 _CLIENT_INFO = types.Implementation(name="hermitcrab", version="0.1.0")

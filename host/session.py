@@ -160,10 +160,11 @@ def split_at_compaction(entries: list[dict[str, Any]]) -> tuple[str | None, list
 
 
 def usage_from(entries: list[dict[str, Any]]) -> Usage:
+    """Tokens of every model call recorded in the transcript: the turns' and compaction's own."""
     total = Usage()
     for entry in entries:
         usage = entry.get("usage")
-        if entry.get("kind") == "assistant" and isinstance(usage, dict):
+        if entry.get("kind") in ("assistant", "compaction") and isinstance(usage, dict):
             counts = cast(dict[str, int], usage)
             total = total + Usage(int(counts.get("input_tokens", 0)), int(counts.get("output_tokens", 0)))
     return total

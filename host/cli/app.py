@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from importlib.metadata import version
-from typing import Annotated
+from typing import Annotated, NoReturn, TypeVar, cast
 
 import typer
 
 from ..errors import HermitcrabError
+from ..failures import LOG_HINT
 from . import ask, chat, doctor, init, mcp_config
+
+logger = logging.getLogger("hermitcrab")
+_E = TypeVar("_E", bound=BaseException)
 
 app = typer.Typer(
     help="hermitcrab: a self-hosted personal AI assistant living in swappable MCP servers.",
@@ -37,12 +42,35 @@ def _root(
 
 
 def main() -> None:
-    """Console-script entry: domain errors become one clear message on stderr and exit code 1."""
+    """Console-script entry: errors become one clear message on stderr and exit code 1, never a traceback.
+
+    A domain error says what is wrong in its own words; anything else is a bug, logged in full to the host log.
+    """
     try:
         app()
-    except HermitcrabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except Exception as exc:
+        if _leaf(exc, KeyboardInterrupt) is not None:
+            _interrupted()
+        error = _leaf(exc, HermitcrabError)
+        if error is None:
+            logger.error("hermitcrab failed", exc_info=exc)
+            error = f"internal error ({type(exc).__name__}); {LOG_HINT}"
+        print(f"error: {error}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        _interrupted()
+
+
+def _interrupted() -> NoReturn:
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)
+
+
+def _leaf(exc: BaseException, kind: type[_E]) -> _E | None:
+    """The first `kind` error in `exc`, looking inside the exception groups that task groups raise."""
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        group = cast(BaseExceptionGroup[BaseException], exc)
+        return next((found for inner in group.exceptions if (found := _leaf(inner, kind)) is not None), None)
+    return None

@@ -43,8 +43,8 @@ def ask(
     verbose: VerboseOption = False,
 ) -> None:
     """Run one turn and print the agent's final reply (nothing when it replies NO_REPLY)."""
-    setup_logging(verbose)
     settings = load_settings(mcp_config=mcp_config)
+    setup_logging(verbose, settings)
     reply = anyio.run(_ask, settings, Event("message", message, CLI, session_key=session))
     if reply:
         typer.echo(reply)

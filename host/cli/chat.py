@@ -25,8 +25,9 @@ def chat(
     verbose: VerboseOption = False,
 ) -> None:
     """Chat with your agent in the main session (/help lists commands, /exit or Ctrl-D leaves)."""
-    setup_logging(verbose)
-    anyio.run(_chat, load_settings(mcp_config=mcp_config))
+    settings = load_settings(mcp_config=mcp_config)
+    setup_logging(verbose, settings)
+    anyio.run(_chat, settings)
 
 
 async def _chat(settings: Settings) -> None:

@@ -17,12 +17,25 @@ from ..providers import FailoverProvider, create
 from ..session import SessionStore
 
 
-def setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
+class _Brief(logging.Formatter):
+    """One line per record on the terminal; tracebacks go to the log file only."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname} {record.name}: {record.getMessage()}"
+
+
+def setup_logging(verbose: bool, settings: Settings) -> None:
+    """Everything from INFO up, with tracebacks, to `state/logs/host.log`; warnings (or all, verbose) to stderr."""
+    logs = settings.state / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    to_file = logging.FileHandler(logs / "host.log", encoding="utf-8")
+    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    to_terminal = logging.StreamHandler(sys.stderr)
+    to_terminal.setLevel(logging.INFO if verbose else logging.WARNING)
+    to_terminal.setFormatter(
+        logging.Formatter("%(levelname)s %(name)s: %(message)s") if verbose else _Brief()
     )
+    logging.basicConfig(level=logging.INFO, handlers=[to_file, to_terminal], force=True)
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 

@@ -51,6 +51,10 @@ class Usage:
     def __add__(self, other: Usage) -> Usage:
         return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
 
+    def as_entry(self) -> dict[str, int]:
+        """The transcript's `usage` field."""
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
 
 @dataclass(frozen=True)
 class Completion:

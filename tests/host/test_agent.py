@@ -51,10 +51,13 @@ async def test_system_prompt_carries_runtime_facts(tmp_path: Path):
     settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings(timezone="Asia/Tokyo"))
     agent = Agent(settings, provider, None, SessionStore(tmp_path / "sessions"))
 
-    await Gateway(agent, {"test": SilentChannel()}, ask_timeout_s=1).process(Event("message", "hi", ROOM))
+    alice = Target("test", "room", "alice")
+
+    await Gateway(agent, {"test": SilentChannel()}, ask_timeout_s=1).process(Event("message", "hi", alice))
 
     system = provider.seen[0]["system"]
     assert "(JST)" in system and "Channel: test" in system and "ask_user, message" in system
+    assert "From: user 'alice' in conversation 'room'" in system
     assert "[missing: AGENTS.md does not exist in the workspace]" in system
 
 

@@ -122,3 +122,25 @@ async def test_compact_command_reports_what_it_did(tmp_path: Path):
 
     assert first == "Compacted 10 earlier entries into a summary; the latest turns stay verbatim."
     assert again == "Nothing to compact yet."
+
+
+async def test_status_after_a_restart_counts_every_model_call_including_compactions(tmp_path: Path):
+    home = tmp_path / "home"
+    settings = Settings(home=home, providers=(), servers=(), agent=AgentSettings())
+    provider = ScriptedProvider().say("first answer").say("second answer").say("- summary").say("third answer")
+    store = SessionStore(settings.state / "sessions")
+    gateway = Gateway(Agent(settings, provider, None, store), {"test": SilentChannel()}, ask_timeout_s=1)
+    room = Target("test", "room")
+
+    await gateway.process(Event("message", f"first {LONG}", room))
+    await gateway.process(Event("message", "second", room))
+    assert (await gateway.process(Event("message", "/compact", room)) or "").startswith("Compacted")
+    await gateway.process(Event("message", "third", room))
+    before = await gateway.process(Event("message", "/status", room))
+    restarted = Agent(settings, ScriptedProvider(), None, SessionStore(settings.state / "sessions"))
+    after = await Gateway(restarted, {"test": SilentChannel()}, ask_timeout_s=1).process(
+        Event("message", "/status", room)
+    )
+
+    assert "Tokens used: 400 in / 40 out" in (before or "")
+    assert "Tokens used: 400 in / 40 out" in (after or "")

@@ -80,7 +80,11 @@ def test_claude_desktop_json_replaces_configured_servers(tmp_path: Path):
     [
         ("[mcpServers.bad]\nargs = []\n", "exactly one of 'command' or 'url'"),
         ('[[providers]]\nkind = "gemini"\n', "providers.0.kind: Input should be 'openai' or 'anthropic'"),
-        ('[[providers]]\nmodel = "x"\ntemprature = 1\n', "providers.0.temprature: Extra inputs are not permitted"),
+        ('[[providers]]\nmodel = "x"\ntemprature = 1\n', "providers.0.temprature: unknown key"),
+        ('[mcpServers.exec]\ncommand = "x"\ndisabled_tool = ["exec"]\n', "did you mean 'disabled_tools'"),
+        ("[agnet]\nmax_iterations = 3\n", "agnet: unknown key \\(did you mean 'agent'\\?\\)"),
+        ('[agent]\ntimezone = "Europe/Berln"\n', "unknown time zone 'Europe/Berln' \\(did you mean 'Europe/Berlin'"),
+        ('[mcpServers.x]\ntype = "stdio"\nurl = "http://127.0.0.1:1/mcp"\n', "type 'stdio' does not match 'url'"),
         ("[agent]\nmax_iterations = 0\n", "agent.max_iterations: Input should be greater than 0"),
         ('[mcpServers.x]\ncommand = "a"\ntimeout_s = -1\n', "mcpServers.x.timeout_s"),
         ("not toml = = =", "config.toml"),
@@ -96,3 +100,16 @@ def test_bad_config_is_a_clear_error(tmp_path: Path, content: str, message: str)
 def test_missing_mcp_config_file_is_a_clear_error(tmp_path: Path):
     with pytest.raises(ConfigError, match="not found"):
         load_settings({"HERMITCRAB_HOME": str(tmp_path)}, mcp_config=tmp_path / "nope.json")
+
+
+def test_unknown_keys_in_claude_desktop_entries_are_errors_but_its_own_keys_are_accepted(tmp_path: Path):
+    desktop = tmp_path / "claude_desktop_config.json"
+    entry = {"type": "stdio", "command": "npx", "args": [], "env": {}, "disabled": False, "timeout": 9}
+    desktop.write_text(json.dumps({"globalShortcut": "Ctrl+Space", "mcpServers": {"fs": entry}}))
+
+    (server,) = load_settings({"HERMITCRAB_HOME": str(tmp_path)}, mcp_config=desktop).servers
+
+    assert (server.command, server.timeout_s) == ("npx", 9)
+    desktop.write_text(json.dumps({"mcpServers": {"fs": {**entry, "enabled_tool": ["read"]}}}))
+    with pytest.raises(ConfigError, match=r"mcpServers.fs.enabled_tool: unknown key \(did you mean 'enabled_tools'\?\)"):
+        load_settings({"HERMITCRAB_HOME": str(tmp_path)}, mcp_config=desktop)

@@ -9,6 +9,7 @@ import pytest
 
 from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, Settings
+from hermitcrab.host.errors import AllProvidersFailed, ContextOverflowError
 from hermitcrab.host.events import Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.session import SessionStore
@@ -135,7 +136,7 @@ async def test_a_failed_turn_is_reported_and_the_session_goes_on(tmp_path: Path,
             await channel.next_message()
         group.cancel_scope.cancel()
 
-    assert channel.sent[0][1].startswith("Sorry, that turn failed")
+    assert channel.sent[0][1].startswith("Sorry, that turn failed because of an internal error (AttributeError)")
     assert channel.sent[1][1] == "second works"
     assert gateway.failures == 1
 
@@ -177,3 +178,124 @@ async def test_message_to_an_unknown_channel_is_an_error_result(tmp_path: Path, 
 
     result = provider.seen[1]["messages"][-1]
     assert result.is_error and "no channel named 'carrier-pigeon'" in result.content
+
+
+async def test_two_questions_in_one_response_are_shown_one_at_a_time_each_answered_by_its_own_reply(
+    tmp_path: Path, channel: RecordingChannel
+):
+    provider = (
+        ScriptedProvider()
+        .call(("q1", "ask_user", {"question": "Which city?"}), ("q2", "ask_user", {"question": "Which day?"}))
+        .say("Booked.")
+    )
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=5)
+
+    async with anyio.create_task_group() as group:
+        await group.start(gateway.serve)
+        await gateway.submit(Event("message", "book a trip", ROOM))
+        first = await channel.next_message()
+        await anyio.sleep(0.05)  # the second question waits its turn instead of overwriting the first
+        shown_before_answer = [text for _, text in channel.sent]
+        await gateway.submit(Event("message", "Lisbon", ROOM))
+        second = await channel.next_message()
+        await gateway.submit(Event("message", "Friday", ROOM))
+        assert await channel.next_message() == "Booked."
+        group.cancel_scope.cancel()
+
+    assert (first, second) == ("Which city?", "Which day?")
+    assert shown_before_answer == ["Which city?"]
+    answers = {m.tool_call_id: m.content for m in provider.seen[1]["messages"] if m.role == "tool"}
+    assert answers == {"q1": "Lisbon", "q2": "Friday"}
+
+
+async def test_only_the_user_who_was_asked_can_answer(tmp_path: Path, channel: RecordingChannel):
+    provider = (
+        ScriptedProvider().call(("q1", "ask_user", {"question": "Delete the old backups?"})).say("Deleted.").say("Hi")
+    )
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=5)
+    bob = Target("test", ROOM.conversation, "bob")
+
+    async with anyio.create_task_group() as group:
+        await group.start(gateway.serve)
+        await gateway.submit(Event("message", "tidy up", ROOM))
+        await channel.next_message()
+        await gateway.submit(Event("message", "yes", bob))
+        assert gateway.waiting_for_answer(ROOM)
+        await gateway.submit(Event("message", "no, keep them", ROOM))
+        while len(channel.sent) < 3:
+            await channel.next_message()
+        group.cancel_scope.cancel()
+
+    assert provider.seen[1]["messages"][-1].content == "no, keep them"
+    assert provider.seen[2]["messages"][-1].content == "yes"  # bob's message became a turn of its own, afterwards
+
+
+class PromptingChannel(RecordingChannel):
+    """A channel with its own prompt (like the CLI's stdin): records how many prompts were open at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = 0
+        self.most_open = 0
+        self.asked: list[str] = []
+
+    async def ask(self, target: Target, question: str, choices: object = None) -> str | None:
+        self.open += 1
+        self.most_open = max(self.most_open, self.open)
+        self.asked.append(question)
+        await anyio.sleep(0.05)
+        self.open -= 1
+        return f"answer to {question}"
+
+
+async def test_a_channels_own_prompt_is_never_open_twice_at_once(tmp_path: Path):
+    provider = (
+        ScriptedProvider()
+        .call(("q1", "ask_user", {"question": "first?"}), ("q2", "ask_user", {"question": "second?"}))
+        .say("ok")
+    )
+    channel = PromptingChannel()
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=5)
+
+    await gateway.process(Event("message", "go", ROOM))
+
+    assert channel.most_open == 1 and channel.asked == ["first?", "second?"]
+    answers = {m.tool_call_id: m.content for m in provider.seen[1]["messages"] if m.role == "tool"}
+    assert answers == {"q1": "answer to first?", "q2": "answer to second?"}
+
+
+class FailingProvider:
+    label = "failing"
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def complete(self, *args: object) -> object:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (TimeoutError(), "took too long"),
+        (AllProvidersFailed('every provider failed: openai: HTTP 400 {"error": "secret body"}'), "language model"),
+        (ContextOverflowError("prompt is too long: 210000 tokens"), "/new"),
+        (KeyError("tool_calls"), "internal error (KeyError)"),
+    ],
+)
+async def test_a_failed_turn_tells_the_user_what_failed_without_internals(
+    tmp_path: Path, channel: RecordingChannel, error: Exception, expected: str, caplog: pytest.LogCaptureFixture
+):
+    settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings())
+    failing = Agent(settings, FailingProvider(error), None, SessionStore(tmp_path / "sessions"))  # type: ignore[arg-type]
+    gateway = Gateway(failing, {"test": channel}, ask_timeout_s=1)
+
+    async with anyio.create_task_group() as group:
+        await group.start(gateway.serve)
+        await gateway.submit(Event("message", "hi", ROOM))
+        told = await channel.next_message()
+        group.cancel_scope.cancel()
+
+    assert expected in told and "Traceback" not in told and "secret body" not in told and "210000" not in told
+    assert not told.endswith(": ") and len(told) > 40
+    assert "Traceback (most recent call last)" in caplog.text  # the details stay in the log

@@ -132,3 +132,45 @@ async def test_streamable_http_servers_are_called_like_stdio_ones(http_server_ur
         outcome = await pool.call("add", {"a": 40, "b": 2})
 
     assert outcome == ToolOutcome("42")
+
+
+async def test_the_call_timeout_stops_while_the_user_is_being_asked():
+    async def slow_user(question: str, choices: Sequence[str] | None = None) -> str | None:
+        await anyio.sleep(1.0)  # twice the call's timeout: a person reading an approval
+        return "allow-once"
+
+    async with McpPool([server("kit", timeout_s=0.5)]) as pool:
+        token = current_asker.set(slow_user)
+        try:
+            approved = await pool.call("guarded", {"action": "deploy"})
+        finally:
+            current_asker.reset(token)
+        hung = await pool.call("hang", {})
+
+    assert approved == ToolOutcome("deploy: allow-once")
+    assert hung.is_error and "timed out after 0.5s" in hung.text
+
+
+async def test_a_server_failing_the_same_way_five_times_is_given_up_and_reported(caplog: pytest.LogCaptureFixture):
+    ghost = ServerConfig("ghost", command="/nonexistent/server")
+    async with McpPool([ghost], min_backoff_s=0.01) as pool:
+        handle = pool.handles["ghost"]
+        with anyio.fail_after(10):
+            while handle.gave_up is None:
+                await anyio.sleep(0.01)
+        restarts = handle.restarts
+        await anyio.sleep(0.2)
+
+    assert handle.restarts == restarts == 4
+    assert handle.state.startswith("stopped, not restarted any more: failed 5 times in a row with: FileNotFoundError")
+    assert "is not restarted any more" in caplog.text
+    assert "Traceback" not in caplog.text  # a missing binary is an expected failure, not a bug
+
+
+async def test_an_unexpected_start_up_error_is_logged_with_its_traceback(caplog: pytest.LogCaptureFixture):
+    broken = ServerConfig("broken", command="server\0name")  # ValueError from the OS layer: not a server's fault
+    async with McpPool([broken], min_backoff_s=0.01, startup_timeout_s=5) as pool:
+        await pool.handles["broken"].attempted.wait()
+
+    assert "failed unexpectedly: ValueError: embedded null byte" in caplog.text
+    assert "Traceback (most recent call last)" in caplog.text
