@@ -1,8 +1,15 @@
-"""Shared fixtures: every test gets its own HERMITCRAB_HOME; async tests run under anyio (auto mode) on asyncio."""
+"""Shared fixtures: every test gets its own HERMITCRAB_HOME; async tests run under anyio (auto mode) on asyncio.
+
+In CI (`CI` set, as `.ci/run` does) a skipped test fails: a missing real part must not pass as green.
+"""
 
 from __future__ import annotations
 
+import os
+from collections import Counter
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,3 +35,28 @@ def hermitcrab_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ):
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """In CI every real part (Chromium, bubblewrap, node) must be there: a skip there is a failure."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if os.environ.get("CI") and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, where every real part must be installed: {_skip_reason(report)}"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """By hand, skips are allowed; one line at the end says what was skipped and why."""
+    reports: list[pytest.TestReport] = terminalreporter.stats.get("skipped", [])
+    if reports:
+        reasons = Counter(_skip_reason(report) for report in reports)
+        listed = "; ".join(f"{reason} ({count})" for reason, count in reasons.most_common())
+        terminalreporter.write_line(f"skipped {len(reports)} tests: {listed}")
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    return str(longrepr[2]).removeprefix("Skipped: ") if isinstance(longrepr, tuple) else str(longrepr)

@@ -51,9 +51,9 @@ def main() -> None:
     except Exception as exc:
         if _leaf(exc, KeyboardInterrupt) is not None:
             _interrupted()
+        logger.info("the command failed", exc_info=exc)  # the log file keeps the traceback; stderr gets one line
         error = _leaf(exc, HermitcrabError)
         if error is None:
-            logger.error("hermitcrab failed", exc_info=exc)
             error = f"internal error ({type(exc).__name__}); {LOG_HINT}"
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1)

@@ -14,7 +14,7 @@ from rich.table import Table
 from ..config import ProviderProfile, Settings, load_settings
 from ..errors import ConfigError
 from ..persona import BOOTSTRAP_ORDER
-from ..pool import McpPool
+from ..pool import MAX_SAME_FAILURES, McpPool, ServerHandle
 from .options import McpConfigOption
 
 console = Console()
@@ -36,7 +36,8 @@ def doctor(
     try:
         settings = load_settings(mcp_config=mcp_config)
     except ConfigError as exc:
-        console.print(f"[red]config error:[/red] {exc}")
+        console.print(f"[red]config error:[/red] {exc}", soft_wrap=True, highlight=False)
+        console.print(f"fix: correct the key or value named above in {mcp_config or 'config.toml'}, then run doctor again")
         raise typer.Exit(1) from exc
     checks = anyio.run(run_checks, settings)
     table = Table("", "area", "check", "detail")
@@ -113,17 +114,25 @@ async def _server_checks(settings: Settings) -> list[Check]:
     logs.mkdir(parents=True, exist_ok=True)
     with (logs / "doctor-servers.log").open("w", encoding="utf-8") as errlog:
         async with McpPool(settings.servers, startup_timeout_s=30, errlog=errlog) as pool:
-            return [
-                Check(
-                    "mcp",
-                    name,
-                    handle.ready,
-                    f"{len(handle.tools)} tools: {', '.join(t.name for t in handle.tools)[:120]}"
-                    if handle.ready
-                    else f"did not start: {handle.last_error or 'timed out'}",
-                )
-                for name, handle in pool.handles.items()
-            ]
+            return [_server_check(handle) for handle in pool.handles.values()]
+
+
+def _server_check(handle: ServerHandle) -> Check:
+    if handle.ready:
+        listed = ", ".join(tool.name for tool in handle.tools)[:120]
+        return Check("mcp", handle.config.name, True, f"{len(handle.tools)} tools: {listed}")
+    error = handle.last_error or "timed out"
+    if "FileNotFoundError" in error:
+        fix = f"fix: install {handle.config.command!r} or correct its `command` path"
+    else:
+        fix = "fix: its stderr is in state/logs/doctor-servers.log"
+    return Check(
+        "mcp",
+        handle.config.name,
+        False,
+        f"did not start: {error}; {fix}. A running host stops restarting a server after "
+        f"{MAX_SAME_FAILURES} identical failures (see /status).",
+    )
 
 
 def _optional_tool(binary: str, area: str, hint: str) -> Check:

@@ -12,6 +12,7 @@ from hermitcrab.host.config import ServerConfig
 from hermitcrab.host.pool import McpPool
 from tests.support.fake_llm import free_port
 from tests.support.processes import serving
+from tests.servers.browser.browser_results import needs_chromium
 
 
 def flags(server: str, tmp_path: Path) -> list[str]:
@@ -40,7 +41,7 @@ def server_url(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
     [
         ("memory", "memory_status", {}, "files"),
         ("exec", "read_file", {"path": "notes.txt"}, "hello over http"),
-        ("browser", "browser_tabs", {"action": "new"}, "about:blank"),
+        pytest.param("browser", "browser_tabs", {"action": "new"}, "about:blank", marks=needs_chromium),
     ],
     indirect=["server_url"],
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -84,6 +85,8 @@ def test_doctor_checks_provider_and_servers(hermitcrab_home: Path, monkeypatch: 
     assert "answered HTTP 200" in result.output
     assert "kit" in result.output and "tools: echo" in result.output
     assert "did not start" in result.output and "No such file" in result.output
+    flowing = " ".join(re.sub("[│┃]", " ", result.output).split())  # table cells wrap at any width
+    assert "fix: install '/nonexistent/server' or correct its `command` path" in flowing
 
 
 def test_doctor_without_provider_fails_with_guidance(hermitcrab_home: Path):
@@ -97,3 +100,14 @@ def test_version_names_hermitcrab_and_the_mcp_sdk():
     result = runner.invoke(app, ["--version"])
 
     assert result.exit_code == 0 and result.output.startswith("hermitcrab 0.1.0 (mcp 2.")
+
+
+def test_doctor_names_an_unknown_key_and_the_fix(hermitcrab_home: Path):
+    (hermitcrab_home / "config.toml").write_text('[agent]\ntimezone = "Mars/Olympus"\nmax_iteration = 3\n')
+
+    result = runner.invoke(app, ["doctor"], env={"COLUMNS": "200"})
+
+    assert result.exit_code == 1
+    assert "agent.timezone: unknown time zone 'Mars/Olympus'" in result.output
+    assert "agent.max_iteration: unknown key (did you mean 'max_iterations'?)" in result.output
+    assert "fix: correct the key" in result.output
