@@ -1,16 +1,52 @@
-"""Crash-safe file writes: atomic replace and append-only JSONL with torn-line tolerance."""
+"""Crash-safe writes (atomic replace, append-only JSONL with torn-line tolerance); opening only regular files."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
+_KINDS = {
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFLNK: "a symbolic link",
+}
+
+
+class NotRegularFile(OSError):
+    """The path is a FIFO, device, socket, directory or symlink, which a server must neither read nor write."""
+
+
+def open_regular(path: Path, flags: int, mode: int = 0o644) -> int:
+    """A descriptor for the regular file `path`, opened with `flags`; NotRegularFile for anything else.
+
+    O_NONBLOCK keeps a FIFO from blocking the open (forever, if nobody writes to it), and O_NOFOLLOW keeps a
+    symlink swapped in after a path check from being followed.
+    """
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    kind = stat.S_IFMT(os.fstat(fd).st_mode)
+    if kind != stat.S_IFREG:
+        os.close(fd)
+        raise NotRegularFile(f"not a regular file but {_KINDS.get(kind, 'a special file')}")
+    return fd
+
+
+def describe_kind(path: Path) -> str | None:
+    """What `path` is when it is not a regular file (e.g. "a named pipe (FIFO)"), else None; never follows links."""
+    try:
+        kind = stat.S_IFMT(path.lstat().st_mode)
+    except OSError:
+        return None
+    return None if kind == stat.S_IFREG else _KINDS.get(kind, "a special file")
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -26,7 +62,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
@@ -63,7 +99,8 @@ def read_jsonl(path: Path) -> Iterator[Any]:
                 logger.warning("%s:%d: skipping a torn or unreadable line", path, number)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a file created or renamed in `directory` survive a crash."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hermitcrab.servers._common.paths import default_paths
-from hermitcrab.servers._common.serve import serve
+from hermitcrab.servers._common.serve import add_log_level, serve
 
 from .policy import DEFAULT_ALLOW, Policy
 from .runner import Limits
@@ -78,6 +78,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--state", type=Path, metavar="DIR", help=f"state directory (default {state})")
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    add_log_level(p)
     return p
 
 
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"hermitcrab-exec: --root {exc}")
     except SandboxUnavailable as exc:
         sys.exit(f"hermitcrab-exec: --sandbox bwrap: {exc}")
-    serve(server, args.http)
+    serve(server, args.http, args.log_level)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from hermitcrab.servers._common.paths import default_paths
-from hermitcrab.servers._common.serve import serve
+from hermitcrab.servers._common.serve import add_log_level, serve
 
 from .embed import DEFAULT_EMBEDDER, EMBEDDER_HELP, make_embedder
 from .ranking import RankSettings
@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         help="which legs to rank with (text-only and vector-only are for comparison)",
     )
     parser.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    add_log_level(parser)
     return parser
 
 
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         progress=_progress_bar(),
     )
     with suppress(KeyboardInterrupt):
-        serve(server, args.http)
+        serve(server, args.http, args.log_level)
 
 
 if __name__ == "__main__":

@@ -3,25 +3,44 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import os
 import re
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 from filelock import FileLock
 
-from hermitcrab.servers._common.files import append_bytes
+from hermitcrab.servers._common.files import NotRegularFile, atomic_write_json, fsync_dir, open_regular
 from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
 
 EVERGREEN = ("MEMORY.md", "USER.md")
 MEMORY_DIR = "memory"
+REPEAT_WINDOW_S = 600  # an identical append within this long is taken as a retry, not a new note
 _DATED = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _MAX_BYTES = 2_000_000
+# Control characters (all but tab and newline), DEL, C1 controls and lone surrogates: none belong in a note.
+_UNWANTED = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_BINARY_CONTROLS = 0.05  # a file with more control characters than this share is binary, not text with a bad byte
+_BINARY_UNDECODED = 0.3
 
 
 class UnreadableFile(ValueError):
-    """The file is binary, not UTF-8, too large or vanished while being read."""
+    """The file is not a regular file, binary, too large or vanished while being read."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """Where an append landed (1-based lines), and whether it was a retry of one already written."""
+
+    start: int
+    end: int
+    repeated: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,7 +76,7 @@ class MemoryRoots:
     def resolve(self, rel: str) -> Path:
         """The real path of a user-given memory path; raises PathOutsideRoots outside the memory roots."""
         if not rel.endswith(".md"):
-            raise PathOutsideRoots(f"{rel!r} is not a Markdown memory file")
+            raise PathOutsideRoots("not a Markdown memory file")
         candidate = Path(rel)
         if not candidate.is_absolute():
             candidate = self.workspace / candidate
@@ -96,19 +115,32 @@ def _walk(root: Path) -> Iterator[Path]:
 
 
 def read_text(path: Path) -> str:
-    """The file's text, or UnreadableFile for binary, non-UTF-8 or oversized files."""
+    """The file's text with bytes that are not text (NUL, invalid UTF-8) shown as U+FFFD; UnreadableFile for
+    anything but a regular file, a binary file or one over 2 MB. Never blocks (a FIFO is refused, not opened
+    for reading)."""
     try:
-        data = path.read_bytes()
+        fd = open_regular(path, os.O_RDONLY)
+    except NotRegularFile as exc:
+        raise UnreadableFile(str(exc)) from exc
     except OSError as exc:
         raise UnreadableFile(f"cannot read: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(_MAX_BYTES + 1)
     if len(data) > _MAX_BYTES:
         raise UnreadableFile(f"larger than {_MAX_BYTES // 1_000_000} MB")
-    if b"\x00" in data:
-        raise UnreadableFile("binary file (contains NUL bytes)")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UnreadableFile(f"not UTF-8 text (byte {exc.start})") from exc
+    text = data.decode("utf-8-sig", errors="replace")
+    controls = len(_CONTROL.findall(text))
+    undecoded = text.count("\ufffd")
+    if controls > len(text) * _BINARY_CONTROLS or undecoded > len(text) * _BINARY_UNDECODED:
+        raise UnreadableFile(f"binary file ({controls + undecoded} of {len(text)} characters are not text)")
+    return _CONTROL.sub("\ufffd", text) if controls else text
+
+
+def clean_note(text: str) -> tuple[str, int]:
+    """`text` without control characters (tabs and newlines stay, CRLF becomes LF), and how many were removed."""
+    text = text.replace("\r\n", "\n")
+    cleaned, removed = _UNWANTED.subn("", text)
+    return cleaned, removed
 
 
 def file_date(rel: str) -> dt.date | None:
@@ -124,22 +156,68 @@ def file_date(rel: str) -> dt.date | None:
         return None
 
 
-def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path) -> tuple[int, int]:
-    """Append `text` (under `heading`, if given) to `path`; returns the 1-based line range written.
+def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path) -> Written:
+    """Append `text` (under `heading`, if given) to the regular file `path`, durably (fsync) before returning.
 
     A lock file serialises writers across processes, and the file is only ever appended to in one write,
-    so two clients appending at once both land and nothing is truncated.
+    so two clients appending at once both land and nothing is truncated. The same text appended to the same
+    file again within REPEAT_WINDOW_S, while still there, is a retry: nothing is written and `repeated` is set.
+    Raises NotRegularFile for a FIFO, device or other special file, and OSError when the write fails.
     """
+    body = text.strip("\n")
     lock_dir.mkdir(parents=True, exist_ok=True)
+    recent_path = lock_dir / "recent-appends.json"
     with FileLock(str(lock_dir / "append.lock"), timeout=30):
         path.parent.mkdir(parents=True, exist_ok=True)
-        existing = path.read_bytes() if path.exists() else b""
-        prefix = "" if not existing or existing.endswith(b"\n\n") else ("\n" if existing.endswith(b"\n") else "\n\n")
-        head = prefix + (f"## {heading}\n\n" if heading else "")
-        block = head + text.strip("\n") + "\n"
-        start = existing.count(b"\n") + head.count("\n") + 1
-        append_bytes(path, block.encode("utf-8"), mode=0o644)
-    return start, start + text.strip("\n").count("\n")
+        created = not path.exists()
+        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        try:
+            existing = _read_all(fd)
+            now = time.time()
+            recent = {k: v for k, v in _read_recent(recent_path).items() if now - float(v["at"]) < REPEAT_WINDOW_S}
+            key = hashlib.blake2b(f"{path}\x00{body}".encode(), digest_size=16).hexdigest()
+            if key in recent and body.encode("utf-8") in existing:
+                return Written(int(recent[key]["start"]), int(recent[key]["end"]), repeated=True)
+            prefix = (
+                "" if not existing or existing.endswith(b"\n\n") else ("\n" if existing.endswith(b"\n") else "\n\n")
+            )
+            head = prefix + (f"## {heading}\n\n" if heading else "")
+            start = existing.count(b"\n") + head.count("\n") + 1
+            os.write(fd, (head + body + "\n").encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            fsync_dir(path.parent)
+        written = Written(start, start + body.count("\n"))
+        recent[key] = {"at": now, "start": written.start, "end": written.end}
+        atomic_write_json(recent_path, recent)
+    return written
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _read_recent(path: Path) -> dict[str, dict[str, Any]]:
+    """The appends of the last few minutes; an unreadable record only costs the retry check."""
+    try:
+        recent: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(recent, dict):
+        return {}
+    fields = ("at", "start", "end")
+    return {
+        key: entry
+        for key, entry in cast(dict[str, Any], recent).items()
+        if isinstance(entry, dict) and all(isinstance(cast(dict[str, Any], entry).get(f), int | float) for f in fields)
+    }
 
 
 def numbered(lines: Sequence[str], first: int) -> str:

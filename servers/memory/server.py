@@ -15,7 +15,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from hermitcrab.servers._common.paths import PathOutsideRoots
+from hermitcrab.servers._common.arguments import MAX_PATH_CHARS, MAX_QUERY_CHARS, quote
+from hermitcrab.servers._common.files import NotRegularFile, describe_kind
+from hermitcrab.servers._common.paths import PathOutsideRoots, PathUnresolvable
+from hermitcrab.servers._common.server import GuardedServer
 
 from . import files as memfiles
 from .embed import Embedder
@@ -24,6 +27,7 @@ from .ranking import RankSettings
 from .watcher import Watcher
 
 logger = logging.getLogger(__name__)
+MAX_NOTE_CHARS = 100_000
 INSTRUCTIONS = (
     "Long-term memory kept as Markdown files (MEMORY.md, USER.md, memory/YYYY-MM-DD.md daily logs). "
     "Search it before answering anything about past conversations, work, decisions, dates, people, "
@@ -49,12 +53,14 @@ class FileText(BaseModel):
     end_line: int
     total_lines: int
     text: str
+    note: str | None = Field(default=None, description="Set when bytes that are not text are shown as U+FFFD.")
 
 
 class Appended(BaseModel):
     path: str = Field(description="The file written, relative to the workspace.")
     start_line: int
     end_line: int
+    note: str | None = Field(default=None, description="Set when nothing new was written or the text was cleaned.")
 
 
 class Status(BaseModel):
@@ -135,11 +141,14 @@ def build_server(
                 await anyio.to_thread.run_sync(watcher.stop)
             await anyio.to_thread.run_sync(first.join)
 
-    server = MCPServer("hermitcrab-memory", instructions=INSTRUCTIONS, lifespan=lifespan)
+    server = GuardedServer("hermitcrab-memory", instructions=INSTRUCTIONS, lifespan=lifespan)
 
     @server.tool()
     def memory_search(
-        query: Annotated[str, Field(description="What to look for, in natural words: names, topics, events.")],
+        query: Annotated[
+            str,
+            Field(description="What to look for, in natural words: names, topics, events.", max_length=MAX_QUERY_CHARS),
+        ],
         max_results: Annotated[int, Field(ge=1, le=50, description="How many results to return.")] = 6,
         min_score: Annotated[float, Field(ge=0, le=1, description="Drop results scoring below this.")] = 0.0,
     ) -> SearchResults:
@@ -157,47 +166,83 @@ def build_server(
 
     @server.tool()
     def memory_get(
-        path: Annotated[str, Field(description="A memory file, e.g. 'MEMORY.md' or 'memory/2025-01-31.md'.")],
+        path: Annotated[
+            str,
+            Field(description="A memory file, e.g. 'MEMORY.md' or 'memory/2025-01-31.md'.", max_length=MAX_PATH_CHARS),
+        ],
         start_line: Annotated[int, Field(ge=1, description="First line to return (1-based).")] = 1,
         lines: Annotated[int | None, Field(ge=1, description="How many lines; all the rest when omitted.")] = None,
         line_numbers: Annotated[bool, Field(description="Prefix each line with its number.")] = False,
     ) -> FileText:
         """Read a memory file, or part of it (e.g. around a memory_search result's start_line)."""
         target = _resolve(roots, path)
-        if not target.is_file():
-            raise ToolError(f"{path} does not exist; memory_search lists the memory files that do.")
+        if not target.exists():
+            raise ToolError(f"{quote(path)} does not exist; memory_search lists the memory files that do.")
         try:
             all_lines = memfiles.read_text(target).splitlines()
         except memfiles.UnreadableFile as exc:
-            raise ToolError(f"{path} cannot be read as text ({exc}).") from exc
+            raise ToolError(f"{quote(path)} cannot be read as text ({exc}); memory_status lists such files.") from exc
         chosen = all_lines[start_line - 1 : start_line - 1 + lines if lines else None]
         text = memfiles.numbered(chosen, start_line) if line_numbers else "\n".join(chosen)
         end = start_line + len(chosen) - 1 if chosen else start_line - 1
+        note = "Bytes in the file that are not UTF-8 text are shown as \ufffd." if "\ufffd" in text else None
         return FileText(
-            path=roots.relative(target), start_line=start_line, end_line=end, total_lines=len(all_lines), text=text
+            path=roots.relative(target),
+            start_line=start_line,
+            end_line=end,
+            total_lines=len(all_lines),
+            text=text,
+            note=note,
         )
 
     @server.tool()
     def memory_append(
-        text: Annotated[str, Field(description="What to remember, as Markdown (a line, bullets or a paragraph).")],
+        text: Annotated[
+            str,
+            Field(
+                description="What to remember, as Markdown (a line, bullets or a paragraph).", max_length=MAX_NOTE_CHARS
+            ),
+        ],
         path: Annotated[
             str | None,
-            Field(description="Omit for today's daily log; or 'MEMORY.md' for lasting facts; or 'memory/<topic>.md'."),
+            Field(
+                description="Omit for today's daily log; or 'MEMORY.md' for lasting facts; or 'memory/<topic>.md'.",
+                max_length=MAX_PATH_CHARS,
+            ),
         ] = None,
     ) -> Appended:
         """Write something down in long-term memory; it is searchable at once.
 
-        Daily logs get a time heading; nothing already written is ever changed or truncated.
+        Daily logs get a time heading; nothing already written is ever changed or truncated. Success means the
+        note is on disk; repeating the same note to the same file within 10 minutes writes nothing again.
         """
+        text, removed = memfiles.clean_note(text)
         if not text.strip():
             raise ToolError("The text is empty: give the note to append.")
         now = dt.datetime.now()
         rel = path or f"{memfiles.MEMORY_DIR}/{now:%Y-%m-%d}.md"
         target = _resolve(roots, rel)
         heading = f"{now:%H:%M}" if memfiles.file_date(roots.relative(target)) else None
-        first, last = memfiles.append_entry(target, text, heading, state)
-        memory.sync()
-        return Appended(path=roots.relative(target), start_line=first, end_line=last)
+        try:
+            written = memfiles.append_entry(target, text, heading, state)
+        except NotRegularFile as exc:
+            raise ToolError(
+                f"{quote(rel)} is {describe_kind(target) or 'not a regular file'}; memory writes only "
+                "regular files: append to another .md file."
+            ) from exc
+        except OSError as exc:
+            raise ToolError(f"Could not write {quote(rel)}: {exc.strerror or exc}. Nothing was written.") from exc
+        notes: list[str] = []
+        if written.repeated:
+            notes.append("This note was already written there a moment ago (a retry?); nothing was written again.")
+        if removed:
+            notes.append(f"Removed {removed} control character(s); only tabs and newlines are kept.")
+        return Appended(
+            path=roots.relative(target),
+            start_line=written.start,
+            end_line=written.end,
+            note=" ".join(notes) or None,
+        )
 
     @server.tool()
     def memory_status() -> Status:
@@ -227,7 +272,9 @@ def build_server(
 def _resolve(roots: memfiles.MemoryRoots, path: str) -> Path:
     try:
         return roots.resolve(path)
+    except PathUnresolvable as exc:
+        raise ToolError(f"Unusable path: {exc}. Use MEMORY.md, USER.md or memory/<name>.md.") from exc
     except PathOutsideRoots as exc:
         raise ToolError(
-            f"{path} is not a memory file: use MEMORY.md, USER.md or a .md file under memory/ ({exc})."
+            f"{quote(path)} is not a memory file: use MEMORY.md, USER.md or a .md file under memory/."
         ) from exc

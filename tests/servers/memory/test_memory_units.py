@@ -12,7 +12,7 @@ import pytest
 
 from hermitcrab.servers.memory.chunking import MAX_UNIT_CHARS, Chunk, chunk_markdown
 from hermitcrab.servers.memory.dates import ranges_in
-from hermitcrab.servers.memory.files import MemoryRoots, append_entry, discover, file_date
+from hermitcrab.servers.memory.files import MemoryRoots, Written, append_entry, discover, file_date
 from hermitcrab.servers.memory.index import MemoryIndex
 from hermitcrab.servers.memory.lexical import LexicalIndex, analyze
 from hermitcrab.servers.memory.ranking import RankSettings, decay, fuse, select
@@ -187,11 +187,11 @@ def test_discovery_skips_hidden_and_non_markdown_files(tmp_path: Path):
 
 def test_append_reports_the_lines_it_wrote(tmp_path: Path):
     log = tmp_path / "memory" / "2025-01-01.md"
-    assert append_entry(log, "first", "09:00", tmp_path / "state") == (3, 3)
-    assert append_entry(log, "second\nthird", "10:00", tmp_path / "state") == (7, 8)
+    assert append_entry(log, "first", "09:00", tmp_path / "state") == Written(3, 3)
+    assert append_entry(log, "second\nthird", "10:00", tmp_path / "state") == Written(7, 8)
     log.write_text(log.read_text(encoding="utf-8") + "no newline at end", encoding="utf-8")
-    start, end = append_entry(log, "fourth", None, tmp_path / "state")
-    assert log.read_text(encoding="utf-8").splitlines()[start - 1 : end] == ["fourth"]
+    fourth = append_entry(log, "fourth", None, tmp_path / "state")
+    assert log.read_text(encoding="utf-8").splitlines()[fourth.start - 1 : fourth.end] == ["fourth"]
 
 
 def test_dates_named_in_a_query_become_day_ranges():
