@@ -14,7 +14,8 @@ from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
+from hermitcrab.servers._common.arguments import quote
+from hermitcrab.servers._common.paths import PathOutsideRoots, PathUnresolvable, resolve_inside
 
 from . import fsio
 from .output import cut_line
@@ -55,13 +56,15 @@ class Files:
     def _locate(self, path: str, write: bool) -> Path:
         try:
             real = resolve_inside(path, self.roots)
+        except PathUnresolvable as exc:
+            raise PathRefused(str(exc)) from exc
         except PathOutsideRoots as exc:
             raise PathRefused(f"{exc}; use a path inside the workspace") from exc
         if any(real == p or real.is_relative_to(p) for p in self.protected):
-            raise PathRefused(f"{path!r} is the exec server's own state, which the assistant may not touch")
+            raise PathRefused(f"{quote(path)} is the exec server's own state, which the assistant may not touch")
         if write and (GIT_DIR in real.parts or GIT_DIR in Path(path).parts):
             raise PathRefused(
-                f"{path!r} is inside git's own files, whose config and hooks can make git run programs; "
+                f"{quote(path)} is inside git's own files, whose config and hooks can make git run programs; "
                 "change them with git commands instead"
             )
         return real
@@ -72,7 +75,8 @@ class Files:
             data = self._load(fd, target.name, path)
         if _is_binary(data[:_SNIFF]):
             raise ToolError(
-                f"{path!r} looks like a binary file ({len(data)} bytes); inspect it with exec (e.g. `file` or `xxd`)."
+                f"{quote(path)} looks like a binary file ({len(data)} bytes); "
+                "inspect it with exec (e.g. `file` or `xxd`)."
             )
         lines = data.decode("utf-8", errors="replace").splitlines()
         start = max(offset, 1)
@@ -82,7 +86,7 @@ class Files:
         if not lines:
             return f"{path} is empty."
         if start > len(lines):
-            raise ToolError(f"{path!r} has {len(lines)} lines; offset {offset} is past the end.")
+            raise ToolError(f"{quote(path)} has {len(lines)} lines; offset {offset} is past the end.")
         if end < len(lines):
             body += f"\n[lines {start}-{end} of {len(lines)}; pass offset={end + 1} to read on]"
         return body
@@ -90,7 +94,7 @@ class Files:
     def write(self, path: str, content: str) -> str:
         target = self.resolve(path, write=True)
         if target.is_dir():
-            raise ToolError(f"{path!r} is a directory; give a file path.")
+            raise ToolError(f"{quote(path)} is a directory; give a file path.")
         with self._opened(target.parent, create=True) as fd:
             fsio.replace(fd, target.name, content.encode("utf-8"))
         return f"Wrote {len(content.encode('utf-8'))} bytes to {target}."
@@ -103,10 +107,12 @@ class Files:
                 raise ToolError("old_text is empty; give the exact text to replace.")
             count = text.count(old_text)
             if count == 0:
-                raise ToolError(f"old_text was not found in {path!r}; read the file again and copy the text exactly.")
+                raise ToolError(
+                    f"old_text was not found in {quote(path)}; read the file again and copy the text exactly."
+                )
             if count > 1 and not replace_all:
                 raise ToolError(
-                    f"old_text occurs {count} times in {path!r}; "
+                    f"old_text occurs {count} times in {quote(path)}; "
                     "include more surrounding lines or pass replace_all=true."
                 )
             updated = text.replace(old_text, new_text) if replace_all else text.replace(old_text, new_text, 1)
@@ -116,7 +122,7 @@ class Files:
     def list(self, path: str, depth: int) -> str:
         target = self.resolve(path)
         if not target.is_dir():
-            raise ToolError(f"{path!r} is not a directory.")
+            raise ToolError(f"{quote(path)} is not a directory.")
         lines: list[str] = [f"{target}/"]
         self._walk(target, depth, "  ", lines)
         if len(lines) > MAX_ENTRIES:
@@ -144,9 +150,9 @@ class Files:
     def _existing_file(self, path: str, write: bool = False) -> Path:
         target = self.resolve(path, write=write)
         if not target.exists():
-            raise ToolError(f"{path!r} does not exist; list_dir shows what is there.")
+            raise ToolError(f"{quote(path)} does not exist; list_dir shows what is there.")
         if not target.is_file():
-            raise ToolError(f"{path!r} is not a regular file.")
+            raise ToolError(f"{quote(path)} is not a regular file.")
         return target
 
     @staticmethod
@@ -155,7 +161,7 @@ class Files:
             return fsio.read_regular(dir_fd, name, MAX_BYTES)
         except fsio.FileTooLarge as exc:
             raise ToolError(
-                f"{path!r} has {exc.size} bytes, more than {MAX_BYTES}; look at parts of it with exec."
+                f"{quote(path)} has {exc.size} bytes, more than {MAX_BYTES}; look at parts of it with exec."
             ) from exc
 
     @contextlib.contextmanager

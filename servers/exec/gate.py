@@ -15,6 +15,8 @@ from mcp.server.mcpserver import Context, Elicit
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
+from hermitcrab.servers._common.arguments import quote
+
 from . import approvals
 from .approvals import ApprovalForm, ApprovalStore, Deadlines, OnceForm, Ruling
 from .files import Files
@@ -37,7 +39,9 @@ class Gate:
     def workdir(self, workdir: str | None) -> Path:
         path = self.files.resolve(workdir or ".")
         if not path.is_dir():
-            raise ToolError(f"workdir {workdir!r} is not a directory; pass a directory inside the workspace.")
+            raise ToolError(
+                f"workdir {quote(workdir or '.')} is not a directory; pass a directory inside the workspace."
+            )
         return path
 
     def verdict(self, command: str, workdir: Path, env: Mapping[str, str] | None) -> Verdict:
@@ -52,7 +56,7 @@ class Gate:
         try:
             directory = self.workdir(workdir)
         except ToolError as exc:
-            return Ruling(decision="refused", reason=str(exc))
+            return Ruling(decision="refused", reason=str(exc).removeprefix("Refused: "))
         verdict = self.verdict(command, directory, env)
         key = approvals.question_key(command, workdir, env)
         self._checked.pop(key, None)

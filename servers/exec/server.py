@@ -15,18 +15,26 @@ from mcp.server.mcpserver import MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from hermitcrab.servers._common.arguments import MAX_PATH_CHARS, quote
 from hermitcrab.servers._common.paths import default_paths
+from hermitcrab.servers._common.server import GuardedServer
 
 from . import processes
 from .approvals import ApprovalStore
 from .environment import child_environment
-from .files import Files
+from .files import MAX_BYTES, Files
 from .gate import Gate
 from .policy import Checker, Policy
 from .processes import ExecResult, LogSlice, ProcessTable, SessionList
 from .runner import Job, Limits, Spec
 from .sandbox import SandboxMode, detect, secret_paths
 
+MAX_COMMAND_CHARS = 100_000  # bash gets the command as one argument, which Linux caps at 128 KiB
+MAX_STDIN_CHARS = 1_000_000
+Path_ = Annotated[str, Field(max_length=MAX_PATH_CHARS)]
+FileText = Annotated[str, Field(max_length=MAX_BYTES)]
+EnvName = Annotated[str, Field(max_length=256)]
+EnvValue = Annotated[str, Field(max_length=32_768)]
 INSTRUCTIONS = """\
 Run shell commands and edit files inside the user's workspace. Commands run through bash under an allowlist:
 every command in a pipeline or chain must be allowed, otherwise the user is asked to approve it (or it is
@@ -77,15 +85,18 @@ def build_server(
         finally:
             table.kill_all()
 
-    server = MCPServer("hermitcrab-exec", instructions=INSTRUCTIONS, lifespan=lifespan)
+    server = GuardedServer("hermitcrab-exec", instructions=INSTRUCTIONS, lifespan=lifespan)
 
     @server.tool(name="exec")
     async def exec_tool(
-        command: Annotated[str, Field(description="A bash command line, e.g. `ls -la | grep py`.")],
+        command: Annotated[
+            str, Field(description="A bash command line, e.g. `ls -la | grep py`.", max_length=MAX_COMMAND_CHARS)
+        ],
         approval: Annotated[ElicitationResult[Any], Resolve(gate.resolve)],
-        workdir: Annotated[str | None, Field(description="Directory to run in, inside the workspace.")] = None,
+        workdir: Annotated[Path_ | None, Field(description="Directory to run in, inside the workspace.")] = None,
         env: Annotated[
-            dict[str, str] | None, Field(description="Extra environment variables (PATH, LD_* and similar refused).")
+            dict[EnvName, EnvValue] | None,
+            Field(description="Extra environment variables (PATH, LD_* and similar refused).", max_length=100),
         ] = None,
         timeout_s: Annotated[
             float, Field(description="Kill the command and its children after this.", gt=0, le=86_400)
@@ -134,8 +145,13 @@ def build_server(
                 "write: send data to stdin; kill: stop it and its children."
             ),
         ],
-        session_id: Annotated[str | None, Field(description="From exec; needed by every action but list.")] = None,
-        data: Annotated[str | None, Field(description="For write: text for stdin (add \\n to end a line).")] = None,
+        session_id: Annotated[
+            str | None, Field(description="From exec; needed by every action but list.", max_length=64)
+        ] = None,
+        data: Annotated[
+            str | None,
+            Field(description="For write: text for stdin (add \\n to end a line).", max_length=MAX_STDIN_CHARS),
+        ] = None,
         eof: Annotated[bool, Field(description="For write: close stdin after writing.")] = False,
         offset: Annotated[int, Field(description="For log: first line (0-based).", ge=0)] = 0,
         limit: Annotated[int, Field(description="For log: number of lines.", ge=1, le=5000)] = 200,
@@ -148,7 +164,7 @@ def build_server(
             return table.listing()
         job = table.get(session_id)
         if job is None:
-            raise ToolError(f"No session {session_id!r}; `process` with action=list shows the sessions.")
+            raise ToolError(f"No session {quote(session_id)}; `process` with action=list shows the sessions.")
         if action == "poll":
             await job.wait(wait_ms / 1000)
             return processes.poll(job, sandboxed=sandboxed)
@@ -162,7 +178,7 @@ def build_server(
 
     @server.tool()
     def read_file(
-        path: Annotated[str, Field(description="File path, relative to the workspace or absolute inside it.")],
+        path: Annotated[Path_, Field(description="File path, relative to the workspace or absolute inside it.")],
         offset: Annotated[int, Field(description="First line to read (1-based).", ge=1)] = 1,
         limit: Annotated[int, Field(description="How many lines.", ge=1, le=10_000)] = 2000,
     ) -> str:
@@ -171,17 +187,17 @@ def build_server(
 
     @server.tool()
     def write_file(
-        path: Annotated[str, Field(description="File path inside the workspace; parent folders are created.")],
-        content: Annotated[str, Field(description="The complete new content of the file.")],
+        path: Annotated[Path_, Field(description="File path inside the workspace; parent folders are created.")],
+        content: Annotated[FileText, Field(description="The complete new content of the file.")],
     ) -> str:
         """Create or replace a file atomically (a crash never leaves half a file)."""
         return files.write(path, content)
 
     @server.tool()
     def edit_file(
-        path: Annotated[str, Field(description="File path inside the workspace.")],
-        old_text: Annotated[str, Field(description="Exact text to replace, including whitespace.")],
-        new_text: Annotated[str, Field(description="Replacement text.")],
+        path: Annotated[Path_, Field(description="File path inside the workspace.")],
+        old_text: Annotated[FileText, Field(description="Exact text to replace, including whitespace.")],
+        new_text: Annotated[FileText, Field(description="Replacement text.")],
         replace_all: Annotated[bool, Field(description="Replace every occurrence instead of exactly one.")] = False,
     ) -> str:
         """Replace exact text in a file; fails if it is missing, or ambiguous without replace_all."""
@@ -189,7 +205,7 @@ def build_server(
 
     @server.tool()
     def list_dir(
-        path: Annotated[str, Field(description="Directory inside the workspace.")] = ".",
+        path: Annotated[Path_, Field(description="Directory inside the workspace.")] = ".",
         depth: Annotated[int, Field(description="How many levels to descend.", ge=1, le=5)] = 1,
     ) -> str:
         """List a directory as a tree with file sizes."""
