@@ -14,6 +14,8 @@ from .config import BrowserConfig
 from .origins import parse_origins
 from .server import build_server
 
+_MAX_CALL_SECONDS = 3600
+
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -65,8 +67,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="N",
         help="cut snapshots longer than this (default: 40000)",
     )
+    parser.add_argument(
+        "--call-timeout",
+        type=_seconds,
+        default=45.0,
+        metavar="SECONDS",
+        help="every tool call ends within this; a page that does not answer by then is closed and replaced "
+        "(default: 45, under the host's usual 60)",
+    )
     parser.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     return parser.parse_args(argv)
+
+
+def _seconds(value: str) -> float:
+    seconds = float(value)
+    if not 1 <= seconds <= _MAX_CALL_SECONDS:
+        raise argparse.ArgumentTypeError(f"give between 1 and {_MAX_CALL_SECONDS} seconds, not {value}")
+    return seconds
 
 
 def config_from_args(args: argparse.Namespace) -> BrowserConfig:
@@ -84,6 +101,7 @@ def config_from_args(args: argparse.Namespace) -> BrowserConfig:
         roots=roots,
         enable_evaluate=args.enable_evaluate,
         snapshot_max_chars=args.snapshot_max_chars,
+        call_timeout_s=args.call_timeout,
     )
 
 

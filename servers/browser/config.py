@@ -31,6 +31,13 @@ class BrowserConfig:
     viewport: tuple[int, int] = (1280, 720)
     action_timeout_ms: int = 5_000
     navigation_timeout_ms: int = 30_000
+    # Every tool call ends within this; a page that does not answer by then is closed and replaced.
+    call_timeout_s: float = 45.0
+
+    @property
+    def page_timeout_ms(self) -> float:
+        """The longest one page operation may take: two thirds of the call's deadline, leaving time to report."""
+        return self.call_timeout_s * 1000 * 2 / 3
 
     @property
     def output_dir(self) -> Path:

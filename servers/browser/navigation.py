@@ -6,11 +6,15 @@ import asyncio
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import Field
+
+from hermitcrab.servers._common.arguments import quote
 
 from . import report
 from .origins import NAVIGABLE_SCHEMES, OriginPolicy
@@ -18,6 +22,7 @@ from .runner import Runner, tab_lines
 from .tab import Tab
 
 _MAX_WAIT_SECONDS = 30.0
+_MIN_TEXT_WAIT = 0.1
 
 
 def normalize_url(url: str, policy: OriginPolicy) -> str:
@@ -39,7 +44,7 @@ def normalize_url(url: str, policy: OriginPolicy) -> str:
 
 def register(server: MCPServer, runner: Runner) -> None:
     session = runner.session
-    config = session.config
+    max_wait = min(_MAX_WAIT_SECONDS, session.config.page_timeout_ms / 1000)
 
     @server.tool()
     async def browser_navigate(
@@ -86,48 +91,66 @@ def register(server: MCPServer, runner: Runner) -> None:
         ] = None,
     ) -> CallToolResult:
         """List, open, switch or close browser tabs. Other tools act on the current tab."""
+        # Not through the current tab's turn: a long call on it must not keep the model from other tabs.
         if action == "list":
-            async with session.lock:
-                await session.ensure()
-                return report.result(["Open tabs:"], await tab_lines(session))
-
-        async def change(tab: Tab) -> str:
-            if action == "new":
-                await session.new_tab()
-                return "Opened a new tab and made it current"
-            if action == "select":
-                if index is None:
-                    raise ToolError("Give the index of the tab to select (see browser_tabs action=list).")
-                session.select(index)
-                return f"Switched to tab {index}"
-            target = session.tabs.index(tab) if index is None else index
+            await session.ensure()
+            return report.result(["Open tabs:"], await tab_lines(session))
+        if action == "new":
+            await session.new_tab()
+            note = "Opened a new tab and made it current"
+        elif action == "select":
+            if index is None:
+                raise ToolError("Give the index of the tab to select (see browser_tabs action=list).")
+            session.select(index)
+            note = f"Switched to tab {index}"
+        else:
+            target = session.tabs.index(await session.current_tab()) if index is None else index
             await session.close_tab(target)
-            return f"Closed tab {target}"
+            note = f"Closed tab {target}"
+            if not session.tabs:
+                return report.result([note, "No tab is open now; browser_navigate opens one."])
 
-        return await runner.act(change, snapshot="full", modal_ok=action != "new")
+        async def show(_: Tab) -> str:
+            return note
+
+        return await runner.act(show, snapshot="full", modal_ok=True)
 
     @server.tool()
     async def browser_wait_for(
-        time: Annotated[float | None, Field(description="Seconds to wait (at most 30).", ge=0)] = None,
+        time: Annotated[float | None, Field(description="Seconds to wait (at most 30).")] = None,
         text: Annotated[str | None, Field(description="Wait until this text is visible on the page.")] = None,
         textGone: Annotated[str | None, Field(description="Wait until this text is no longer visible.")] = None,
     ) -> CallToolResult:
         """Wait for text to appear or disappear, or for some seconds, then return the page snapshot."""
         if time is None and text is None and textGone is None:
             raise ToolError("Give time, text or textGone to wait for.")
+        if time is not None and not 0 <= time <= max_wait:
+            raise ToolError(
+                f"`time` must be between 0 and {max_wait:g} seconds, got {time:g}; "
+                "to wait longer, call browser_wait_for again (or wait for a text to appear instead)."
+            )
 
         async def wait(tab: Tab) -> str:
+            # Everything together stays within one page timeout, so the call's deadline is never reached.
+            end = anyio.current_time() + max_wait
             if time is not None:
-                await asyncio.sleep(min(time, _MAX_WAIT_SECONDS))
-            limit = config.navigation_timeout_ms
-            if textGone is not None:
-                await tab.page.get_by_text(textGone).first.wait_for(state="hidden", timeout=limit)
-            if text is not None:
-                await tab.page.get_by_text(text).first.wait_for(state="visible", timeout=limit)
+                await asyncio.sleep(time)
+            for target, state in ((textGone, "hidden"), (text, "visible")):
+                if target is None:
+                    continue
+                remaining = max(end - anyio.current_time(), _MIN_TEXT_WAIT)
+                try:
+                    await tab.page.get_by_text(target).first.wait_for(state=state, timeout=remaining * 1000)
+                except PlaywrightTimeoutError as exc:
+                    happened = "is still visible" if state == "hidden" else "did not appear"
+                    raise ToolError(
+                        f"{quote(target)} {happened} within {max_wait:g} s; check the page with browser_snapshot, "
+                        "or wait again."
+                    ) from exc
             done = [
-                f"{time} s passed" if time is not None else "",
-                f"{text!r} is visible" if text else "",
-                f"{textGone!r} is gone" if textGone else "",
+                f"{time:g} s passed" if time is not None else "",
+                f"{quote(text)} is visible" if text else "",
+                f"{quote(textGone)} is gone" if textGone else "",
             ]
             return "Waited: " + ", ".join(part for part in done if part)
 
@@ -149,6 +172,5 @@ def register(server: MCPServer, runner: Runner) -> None:
     @server.tool()
     async def browser_close() -> CallToolResult:
         """Close the browser and all its tabs. The next browser tool call starts it again; the profile keeps logins."""
-        async with session.lock:
-            await session.close()
+        await session.close()
         return report.result(["Closed the browser; the next browser tool call starts a new one."])

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
+import anyio
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ContentBlock
 from playwright.async_api import Error as PlaywrightError
@@ -33,6 +37,8 @@ Action = Callable[[Tab], Awaitable[str | Outcome]]
 SnapshotMode = Literal["full", "diff", "none"]
 _MAX_CONSOLE_IN_RESULT = 5
 _SETTLE_SECONDS = 3.0
+# How long a page may take to answer a trivial question before it counts as stuck.
+_PROBE_SECONDS = 1.0
 _CLOSED_MARKERS = (
     "has been closed",
     "Target closed",
@@ -58,33 +64,73 @@ class Runner:
     ) -> CallToolResult:
         """Run `action` on the current tab, then report the page (and a snapshot or diff of it).
 
+        The call ends within the configured deadline; a page that stops answering is closed and replaced.
         `retry_after_crash` is for idempotent actions (navigate): if the browser died, start a new
         one and run the action again instead of failing.
         """
-        async with self.session.lock:
-            try:
-                return await self._act(action, snapshot, modal_ok)
-            except PlaywrightError as exc:
-                if not is_closed(exc) or not await self.session.died():
-                    raise translate(exc) from exc
-                if not retry_after_crash:
-                    raise ToolError(
-                        "The browser stopped unexpectedly; it restarts on the next call: navigate again "
-                        "(tabs and refs from before are gone)."
-                    ) from exc
-            logger.warning("the browser died during a call; retrying it on a new browser")
-            try:
-                return await self._act(action, snapshot, modal_ok)
-            except PlaywrightError as exc:
+        try:
+            async with self._claim() as tab:
+                return await self._within_deadline(tab, action, snapshot, modal_ok)
+        except PlaywrightError as exc:
+            if not is_closed(exc) or not await self.session.died():
                 raise translate(exc) from exc
+            if not retry_after_crash:
+                raise ToolError(
+                    "The browser stopped unexpectedly; it restarts on the next call: navigate again "
+                    "(tabs and refs from before are gone)."
+                ) from exc
+        logger.warning("the browser died during a call; retrying it on a new browser")
+        try:
+            async with self._claim() as tab:
+                return await self._within_deadline(tab, action, snapshot, modal_ok)
+        except PlaywrightError as exc:
+            raise translate(exc) from exc
 
-    async def _act(
-        self,
-        action: Action,
-        mode: SnapshotMode,
-        modal_ok: bool,
-    ) -> CallToolResult:
-        tab = await self.session.current_tab()
+    @asynccontextmanager
+    async def _claim(self) -> AsyncIterator[Tab]:
+        """The current tab, once no other call is using it (it may have been closed while we waited)."""
+        while True:
+            tab = await self.session.current_tab()
+            await tab.lock.acquire()
+            if tab in self.session.tabs:
+                break
+            tab.lock.release()
+        try:
+            yield tab
+        finally:
+            tab.lock.release()
+
+    async def _within_deadline(self, tab: Tab, action: Action, mode: SnapshotMode, modal_ok: bool) -> CallToolResult:
+        seconds = self.session.config.call_timeout_s
+        try:
+            with anyio.move_on_after(seconds):
+                return await self._act(tab, action, mode, modal_ok)
+        except PlaywrightTimeoutError:
+            if await answers(tab):
+                raise
+            return await self._replace(tab, "did not answer in time")
+        if await answers(tab):
+            raise ToolError(
+                f"The call did not finish within {seconds:g} s (the server's --call-timeout), though the page "
+                "still answers: try again, or in smaller steps."
+            )
+        return await self._replace(tab, f"did not answer within {seconds:g} s")
+
+    async def _replace(self, tab: Tab, what: str) -> CallToolResult:
+        """Close a tab whose page stopped answering and say so; the next call gets a working blank tab."""
+        url = tab.page.url
+        logger.warning("a page stopped answering; closing and replacing its tab")
+        await self.session.replace(tab)
+        note = (
+            f"The page {what} (a script on it may be stuck in a loop), so its tab was closed and replaced by a "
+            "blank tab. Its refs are gone; open another page with browser_navigate, or this one again only if "
+            "you expect it to behave now."
+        )
+        result = report.result([note], [f"- URL of the closed tab: {url}"])
+        result.is_error = True
+        return result
+
+    async def _act(self, tab: Tab, action: Action, mode: SnapshotMode, modal_ok: bool) -> CallToolResult:
         if tab.modal and not modal_ok:
             raise ToolError(f"Not possible right now: {tab.modal}.")
         before = tab.navigations
@@ -94,13 +140,13 @@ class Runner:
         elif isinstance(outcome, str):
             outcome = Outcome(outcome)
         notes = [outcome.note]
-        current = self.session.current
-        if current is None:
+        shown = tab if tab in self.session.tabs else self.session.current  # the page may have closed itself
+        if shown is None:
             notes.append("No tab is open now; browser_navigate opens one.")
             return report.result(notes)
-        if current is tab and tab.dialog is None:
+        if shown is tab and tab.dialog is None:
             await tab.settle(before, _SETTLE_SECONDS)
-        page = await self.describe(current, notes, mode)
+        page = await self.describe(shown, notes, mode)
         page[2:2] = outcome.page  # after URL and title, before tabs and the snapshot
         return report.result(notes, page, outcome.blocks)
 
@@ -159,11 +205,27 @@ class Runner:
 
 
 async def tab_lines(session: Session) -> list[str]:
+    """One line per tab; a tab whose page does not answer (busy with another call, or stuck) is marked so."""
+    tabs = list(session.tabs)
+    titles = await asyncio.gather(*(_title(tab, _PROBE_SECONDS) for tab in tabs))
     lines: list[str] = []
-    for index, tab in enumerate(session.tabs):
+    for index, (tab, title) in enumerate(zip(tabs, titles, strict=True)):
         marker = " (current)" if tab is session.current else ""
-        lines.append(f"  - {index}:{marker} [{await _title(tab)}]({tab.page.url})")
+        lines.append(f"  - {index}:{marker} [{title}]({tab.page.url})")
     return lines
+
+
+async def answers(tab: Tab) -> bool:
+    """Does the page still run our scripts (rather than spinning in one of its own)?"""
+    if tab.dialog is not None or tab.page.is_closed():
+        return True  # an open alert blocks scripts without the page being stuck
+    with anyio.move_on_after(_PROBE_SECONDS):
+        try:
+            await tab.page.evaluate("1")
+        except PlaywrightError:
+            return True  # it answered, if only to say it is navigating or gone
+        return True
+    return False
 
 
 def translate(exc: PlaywrightError) -> ToolError:
@@ -189,8 +251,10 @@ def is_closed(exc: PlaywrightError) -> bool:
     return type(exc).__name__ == "TargetClosedError" or any(marker in exc.message for marker in _CLOSED_MARKERS)
 
 
-async def _title(tab: Tab) -> str:
-    try:
-        return await tab.page.title()
-    except PlaywrightError:
-        return "(unavailable while the page loads)"
+async def _title(tab: Tab, timeout: float | None = None) -> str:
+    with anyio.move_on_after(timeout if timeout is not None else math.inf):
+        try:
+            return await tab.page.title()
+        except PlaywrightError:
+            return "(unavailable while the page loads)"
+    return "(no answer from the page)"

@@ -5,7 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
+import anyio
 from mcp.server.mcpserver.exceptions import ToolError
 from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route, ViewportSize, async_playwright
 from playwright.async_api import Error as PlaywrightError
@@ -16,10 +21,15 @@ from .origins import OriginPolicy
 from .tab import Tab
 
 logger = logging.getLogger(__name__)
+_CLOSE_SECONDS = 5.0
 
 
 class Session:
-    """Owns Playwright, one browser context and its tabs. Tools hold `lock` while they use it."""
+    """Owns Playwright, one browser context and its tabs.
+
+    `lock` guards starting the browser and changing the set of tabs, briefly; a tool call holds its tab's own
+    lock while it runs, so a long call on one tab does not hold up calls on the others.
+    """
 
     def __init__(self, config: BrowserConfig) -> None:
         self.config = config
@@ -35,6 +45,8 @@ class Session:
         self._context: BrowserContext | None = None
         self._disconnected = asyncio.Event()
         self._closing = False
+        # With an isolated profile, Chromium's home: its crash reports and caches stay out of the real one.
+        self._scratch: Path | None = None
 
     @property
     def running(self) -> bool:
@@ -42,43 +54,46 @@ class Session:
 
     async def current_tab(self) -> Tab:
         """The tab tools act on, starting (or restarting) the browser and opening a tab when needed."""
-        await self.ensure()
-        if self.current is not None and self.current.crashed:
-            # A crashed renderer never recovers: swap the tab for a fresh one and say so.
-            logger.warning("the current tab crashed; replacing it")
-            self.tab_crashed = True
-            crashed = self.current
-            self._forget_tab(crashed)
-            with contextlib.suppress(PlaywrightError):
-                await crashed.page.close()
-            return await self.new_tab()
-        if self.current is None:
-            return await self.new_tab()
-        return self.current
+        async with self.lock:
+            return await self._current_tab()
 
     async def ensure(self) -> BrowserContext:
-        if self._context is not None and self.running:
-            return self._context
-        if self._context is not None:
-            logger.warning("the browser process is gone; starting a new one")
-            self.crashed = True
-            self._forget_browser()
-        return await self._launch()
+        async with self.lock:
+            return await self._ensure()
 
     async def new_tab(self) -> Tab:
-        context = await self.ensure()
-        tab = self._wrap(await context.new_page())
-        self.current = tab
-        return tab
+        async with self.lock:
+            return await self._new_tab()
 
     def select(self, index: int) -> Tab:
         self.current = self.tab_at(index)
         return self.current
 
     async def close_tab(self, index: int) -> None:
-        tab = self.tab_at(index)
-        await tab.page.close()
-        self._forget_tab(tab)
+        async with self.lock:
+            tab = self.tab_at(index)
+            await tab.page.close()
+            self._forget_tab(tab)
+
+    async def replace(self, tab: Tab) -> None:
+        """Close a tab whose page stopped answering and put a blank tab in its place (current if it was)."""
+        async with self.lock:
+            if tab not in self.tabs:
+                return  # closed or replaced already
+            index = self.tabs.index(tab)
+            previous = None if self.current is tab else self.current
+            self._forget_tab(tab)
+            try:
+                with anyio.fail_after(_CLOSE_SECONDS):
+                    await tab.page.close()
+            except (TimeoutError, PlaywrightError) as exc:
+                logger.warning("a tab that stopped answering did not close either (%r); restarting the browser", exc)
+                await self._close()
+            fresh = await self._new_tab()
+            self.tabs.remove(fresh)
+            self.tabs.insert(min(index, len(self.tabs)), fresh)
+            if previous in self.tabs:
+                self.current = previous
 
     def tab_at(self, index: int) -> Tab:
         if not 0 <= index < len(self.tabs):
@@ -97,6 +112,45 @@ class Session:
 
     async def close(self, *, stop: bool = False) -> None:
         """Close the browser (the next tool call starts a new one); `stop` also ends Playwright itself."""
+        async with self.lock:
+            await self._close()
+        if stop and self._playwright is not None:
+            await self._playwright.stop()
+            self._playwright = None
+
+    # --- internals -------------------------------------------------------------------------
+
+    async def _current_tab(self) -> Tab:
+        await self._ensure()
+        if self.current is not None and self.current.crashed:
+            # A crashed renderer never recovers: swap the tab for a fresh one and say so.
+            logger.warning("the current tab crashed; replacing it")
+            self.tab_crashed = True
+            crashed = self.current
+            self._forget_tab(crashed)
+            with contextlib.suppress(PlaywrightError):
+                await crashed.page.close()
+            return await self._new_tab()
+        if self.current is None:
+            return await self._new_tab()
+        return self.current
+
+    async def _ensure(self) -> BrowserContext:
+        if self._context is not None and self.running:
+            return self._context
+        if self._context is not None:
+            logger.warning("the browser process is gone; starting a new one")
+            self.crashed = True
+            self._forget_browser()
+        return await self._launch()
+
+    async def _new_tab(self) -> Tab:
+        context = await self._ensure()
+        tab = self._wrap(await context.new_page())
+        self.current = tab
+        return tab
+
+    async def _close(self) -> None:
         self._closing = True
         try:
             if self._context is not None:
@@ -108,11 +162,9 @@ class Session:
         finally:
             self._forget_browser()
             self._closing = False
-        if stop and self._playwright is not None:
-            await self._playwright.stop()
-            self._playwright = None
-
-    # --- internals -------------------------------------------------------------------------
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
+                self._scratch = None
 
     async def _launch(self) -> BrowserContext:
         if self._playwright is None:
@@ -139,7 +191,9 @@ class Session:
                 )
                 browser = context.browser
             else:
-                browser = await chromium.launch(executable_path=path, headless=config.headless, args=list(LAUNCH_ARGS))
+                browser = await chromium.launch(
+                    executable_path=path, headless=config.headless, args=list(LAUNCH_ARGS), env=self._isolated_env()
+                )
                 context = await browser.new_context(viewport=viewport, accept_downloads=True)
         except PlaywrightError as exc:
             first = str(exc).strip().splitlines()[0]
@@ -148,8 +202,8 @@ class Session:
                 hint = f" If another browser uses the profile {config.profile_dir}, close it or start with --isolated."
             raise ToolError(f"Chromium failed to start ({first}).{hint}") from exc
         assert browser is not None, "a persistent Chromium context always has a browser"
-        context.set_default_timeout(config.action_timeout_ms)
-        context.set_default_navigation_timeout(config.navigation_timeout_ms)
+        context.set_default_timeout(min(config.action_timeout_ms, config.page_timeout_ms))
+        context.set_default_navigation_timeout(min(config.navigation_timeout_ms, config.page_timeout_ms))
         if self.policy.active:
             await context.route("**/*", self._route)
         self._disconnected = asyncio.Event()
@@ -159,6 +213,18 @@ class Session:
         for page in context.pages:
             self._wrap(page)
         return context
+
+    def _isolated_env(self) -> dict[str, str]:
+        """Chromium's environment with a throw-away home: it writes crash reports and caches there, not in ~."""
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="hermitcrab-browser-"))
+        home = self._scratch
+        return os.environ | {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "XDG_DATA_HOME": str(home / ".local" / "share"),
+        }
 
     def _wrap(self, page: Page) -> Tab:
         """The Tab for `page`, created on first sight (new tabs, popups, the persistent context's first page)."""

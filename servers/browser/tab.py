@@ -50,6 +50,8 @@ class Tab:
     def __init__(self, page: Page, output_dir: Path) -> None:
         self.page = page
         self.output_dir = output_dir
+        # One tool call at a time per tab; calls on other tabs go ahead meanwhile.
+        self.lock = asyncio.Lock()
         self.console: deque[ConsoleEntry] = deque(maxlen=_LOG_LIMIT)
         self.requests: deque[NetworkEntry] = deque(maxlen=_LOG_LIMIT)
         self.dialog: Dialog | None = None

@@ -64,6 +64,15 @@ def test_isolated_headed_and_origins(tmp_path: Path) -> None:
     assert config.enable_evaluate and config.output_dir == tmp_path / "s" / "outputs"
 
 
+def test_call_timeout_flag_bounds_the_page_timeouts() -> None:
+    config = config_from_args(parse_args(["--call-timeout", "3"]))
+    assert config.call_timeout_s == 3 and config.page_timeout_ms == 2000
+    assert config_from_args(parse_args([])).page_timeout_ms == 30_000  # the navigation timeout, unchanged
+    for wrong in ("0.5", "nan", "1e308"):
+        with pytest.raises(SystemExit):
+            parse_args(["--call-timeout", wrong])
+
+
 def test_profile_and_isolated_exclude_each_other(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--isolated", "--profile", str(tmp_path)])

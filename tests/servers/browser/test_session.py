@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -103,3 +104,20 @@ async def test_evaluate_when_enabled(client: Client, site: str) -> None:
     thrown = text_of(await client.call_tool("browser_evaluate", {"function": "() => { throw new Error('nope') }"}))
     assert "The function threw an error" in thrown
     assert "- Error: Page.evaluate: Error: nope" in thrown.split("<<<page-content-")[1]  # inside the untrusted fence
+
+
+async def test_isolated_browser_writes_nothing_in_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, site: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    scratch_before = set(Path(tempfile.gettempdir()).glob("hermitcrab-browser-*"))
+    async with Client(build_server(BrowserConfig(state_dir=tmp_path / "state"))) as client:
+        page = await client.call_tool("browser_navigate", {"url": f"{site}/second.html"})
+        shot = await client.call_tool("browser_take_screenshot", {})
+    assert not page.is_error and not shot.is_error
+    assert sorted(home.rglob("*")) == []  # Chromium wrote ~/.config/chromium/Crash Reports and ~/.cache/dconf
+    assert set(Path(tempfile.gettempdir()).glob("hermitcrab-browser-*")) == scratch_before
