@@ -5,17 +5,28 @@ This is the only module that reads `os.environ` (through the `environ` mapping t
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import json
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .errors import ConfigError
 
@@ -89,6 +100,31 @@ class AgentSettings:
 
 
 @dataclass(frozen=True)
+class HeartbeatSettings:
+    """When the heartbeat beats: every `every_minutes` (0: never), only inside `active_hours` if set."""
+
+    every_minutes: float = 30.0
+    active_hours: tuple[dt.time, dt.time] | None = None
+    timezone: str | None = None
+
+    def active_at(self, now: dt.datetime) -> bool:
+        if self.active_hours is None:
+            return True
+        start, end = self.active_hours
+        local = (now.astimezone(ZoneInfo(self.timezone)) if self.timezone else now).time()
+        return start <= local < end if start <= end else (local >= start or local < end)
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """The webhook endpoint of `hermitcrab run`; it starts only when a token is configured."""
+
+    host: str = "127.0.0.1"
+    port: int = 8787
+    token: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the host needs, resolved once at start-up."""
 
@@ -96,6 +132,8 @@ class Settings:
     providers: tuple[ProviderProfile, ...]
     servers: tuple[ServerConfig, ...]
     agent: AgentSettings = AgentSettings()
+    heartbeat: HeartbeatSettings = HeartbeatSettings()
+    webhook: WebhookSettings = WebhookSettings()
 
     @property
     def config_file(self) -> Path:
@@ -160,25 +198,58 @@ class _ProviderEntry(BaseModel):
     max_retries: int = Field(default=3, ge=0)
 
 
+def _known_zone(zone: str) -> str:
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {zone!r}{_nearest(zone, available_timezones())}") from None
+    return zone
+
+
+def _hours(span: str) -> tuple[dt.time, dt.time]:
+    match = re.fullmatch(r"(\d\d):(\d\d)-(\d\d):(\d\d)", span.strip())
+    try:
+        if match is None:
+            raise ValueError
+        h1, m1, h2, m2 = map(int, match.groups())
+        return dt.time(h1, m1), dt.time(h2 % 24, m2)
+    except ValueError:
+        raise ValueError(f"active_hours {span!r} should look like '08:00-22:00'") from None
+
+
+Zone = Annotated[str, AfterValidator(_known_zone)]
+
+
+class _HeartbeatEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    every_minutes: float = Field(default=30.0, ge=0)
+    active_hours: str | None = None
+    timezone: Zone | None = None
+
+    @field_validator("active_hours")
+    @classmethod
+    def _span(cls, span: str | None) -> str | None:
+        if span is not None:
+            _hours(span)
+        return span
+
+
+class _WebhookEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    listen: str = "127.0.0.1:8787"
+    token: str | None = None
+
+
 class _AgentEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_iterations: int = Field(default=20, gt=0)
     max_tool_result_chars: int = Field(default=20_000, gt=100)
     ask_timeout_s: float = Field(default=300.0, gt=0)
-    timezone: str | None = None
+    timezone: Zone | None = None
     context_window_tokens: int = Field(default=128_000, ge=4_000)
-
-    @field_validator("timezone")
-    @classmethod
-    def _known_zone(cls, zone: str | None) -> str | None:
-        if zone is None:
-            return None
-        try:
-            ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {zone!r}{_nearest(zone, available_timezones())}") from None
-        return zone
     reserve_tokens: int = Field(default=20_000, ge=0)
     keep_recent_tokens: int = Field(default=20_000, ge=0)
 
@@ -187,6 +258,8 @@ class _ConfigFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent: _AgentEntry = _AgentEntry()
+    heartbeat: _HeartbeatEntry = _HeartbeatEntry()
+    webhook: _WebhookEntry = _WebhookEntry()
     providers: list[_ProviderEntry] = []
     mcpServers: dict[str, _ServerEntry] = {}
 
@@ -206,13 +279,25 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
     entries = config.mcpServers
     if mcp_config is not None:
         entries = _validate(_DesktopFile, _read_json(mcp_config), mcp_config).mcpServers
-    agent = config.agent
+    beat = config.heartbeat
     return Settings(
         home=home,
         providers=_providers(config.providers, env),
         servers=tuple(_server(name, entry) for name, entry in entries.items() if not entry.disabled),
-        agent=AgentSettings(**agent.model_dump()),
+        agent=AgentSettings(**config.agent.model_dump()),
+        heartbeat=HeartbeatSettings(
+            beat.every_minutes, _hours(beat.active_hours) if beat.active_hours else None, beat.timezone
+        ),
+        webhook=_webhook(config.webhook, env),
     )
+
+
+def _webhook(entry: _WebhookEntry, env: Mapping[str, str]) -> WebhookSettings:
+    listen = env.get("HERMITCRAB_WEBHOOK_LISTEN") or entry.listen
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"webhook listen address {listen!r} should be HOST:PORT, e.g. 127.0.0.1:8787")
+    return WebhookSettings(host, int(port), env.get("HERMITCRAB_WEBHOOK_TOKEN") or entry.token)
 
 
 def _server(name: str, entry: _ServerEntry) -> ServerConfig:

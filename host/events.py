@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 EventKind = Literal["message", "heartbeat", "cron", "webhook", "subagent", "server"]
+OnDone = Callable[[bool], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,10 @@ class Event:
     target: Target
     session_key: str = "main"
     metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    deliver: bool = True
+    on_done: OnDone | None = field(default=None, compare=False, repr=False)
+    """Called with True once the event's turn finished and its reply was delivered (or it had been handled before),
+    the moment a server's queue item may be acknowledged; with False when the turn failed."""
 
 
 class Channel(Protocol):

@@ -14,6 +14,8 @@ from .agent import Agent
 from .commands import find_command
 from .events import Channel, Event, Target
 from .failures import failure_text
+from .heartbeat import is_heartbeat_ok
+from .last_target import LastTarget
 from .loop import Activity
 
 logger = logging.getLogger(__name__)
@@ -76,8 +78,10 @@ class Gateway:
         *,
         ask_timeout_s: float,
         on_tool: Activity | None = None,
+        last_target: LastTarget | None = None,
     ) -> None:
         self.agent = agent
+        self.last_target = last_target
         self.channels = dict(channels)
         self.ask_timeout_s = ask_timeout_s
         self.on_tool = on_tool
@@ -86,6 +90,8 @@ class Gateway:
         self._queues: dict[str, MemoryObjectSendStream[Event]] = {}
         self._group: TaskGroup | None = None
         self._pending: dict[str, int] = {}
+        self._running = 0
+        self._closing = False
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run session workers until cancelled; start it with `await group.start(gateway.serve)`."""
@@ -122,7 +128,10 @@ class Gateway:
         event_id = event.metadata.get("event_id")
         if event_id is not None and self.agent.session(event.session_key).handled(str(event_id)):
             logger.info("skipping event %s: already handled in session %s", event_id, event.session_key)
+            await _done(event, True)
             return None
+        if event.kind == "message" and self.last_target is not None:
+            self.last_target.remember(event.target)
         command = find_command(event.text) if event.kind == "message" else None
         if command is not None:
             reply: str | None = await command(self.agent, event)
@@ -132,11 +141,18 @@ class Gateway:
                 await channel.typing(event.target)
             result = await self.agent.respond(event, BoundConversation(self, event.target), self.on_tool)
             reply = result.reply
-        if reply and deliver:
+        if reply and deliver and event.deliver and not (event.kind == "heartbeat" and is_heartbeat_ok(reply)):
             await self.deliver(event.target, reply)
         if event_id is not None:
             self.agent.session(event.session_key).transcript.append("event", event_id=str(event_id))
+        await _done(event, True)
         return reply
+
+    async def drain(self) -> None:
+        """Stop starting queued events and wait for the running ones to finish (a clean shutdown)."""
+        self._closing = True
+        while self._running:
+            await anyio.sleep(0.05)
 
     def waiting_for_answer(self, target: Target) -> bool:
         asking = self._asking.get(_conversation(target))
@@ -178,13 +194,19 @@ class Gateway:
     async def _worker(self, queue: ObjectReceiveStream[Event]) -> None:
         async with queue:
             async for event in queue:
+                if self._closing:
+                    logger.info("shutting down: %s event for session %s not started", event.kind, event.session_key)
+                    continue
+                self._running += 1
                 try:
                     await self.process(event)
                 except Exception as exc:  # per-event guard: one failed turn must not stop the session
                     self.failures += 1
                     logger.exception("turn failed for session %s", event.session_key)
                     await self._report_failure(event, exc)
+                    await _done(event, False)
                 finally:
+                    self._running -= 1
                     self._pending[event.session_key] -= 1
 
     async def _report_failure(self, event: Event, exc: Exception) -> None:
@@ -192,6 +214,15 @@ class Gateway:
             await self.deliver(event.target, failure_text(exc))
         except Exception:  # the channel itself is broken; the failure is already logged above
             logger.exception("could not report the failure to %s", event.target)
+
+
+async def _done(event: Event, handled: bool) -> None:
+    if event.on_done is None:
+        return
+    try:
+        await event.on_done(handled)
+    except Exception:  # e.g. the ack call failed: the item comes again and is then skipped as handled
+        logger.warning("could not acknowledge a %s event", event.kind, exc_info=True)
 
 
 def _conversation(target: Target) -> tuple[str, str]:

@@ -37,10 +37,15 @@ _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 @dataclass(frozen=True)
 class ServerEvent:
-    """A server said one of its resources changed (cron jobs due, a sub-agent finished, ...)."""
+    """A server said one of its resources changed (cron jobs due, a sub-agent finished, ...).
+
+    `initial` events are sent for every resource each time a server (re)connects, so items queued while the host
+    was away are read once; only resources that follow the server-event contract act on them.
+    """
 
     server: str
     uri: str
+    initial: bool = False
 
 
 @dataclass(frozen=True)
@@ -226,6 +231,7 @@ class ServerHandle:
                 if isinstance(exc, ListenNotSupportedError):
                     await self._subscribe_legacy(client)
                 self._mark_up(client)
+                await self._announce(await _resource_uris(client))
                 await self._probe_forever(client)
             except SubscriptionLost:
                 pass
@@ -235,11 +241,17 @@ class ServerHandle:
         uris = await _resource_uris(client)
         async with client.listen(tools_list_changed=True, resource_subscriptions=uris) as subscription:
             self._mark_up(client)
+            await self._announce(uris)
             async for event in subscription:
                 if isinstance(event, ResourceUpdated) and self._on_event is not None:
                     await self._on_event(ServerEvent(self.config.name, event.uri))
                 elif isinstance(event, ToolsListChanged):
                     await self._load_tools(client)
+
+    async def _announce(self, uris: Sequence[str]) -> None:
+        if self._on_event is not None:
+            for uri in uris:
+                await self._on_event(ServerEvent(self.config.name, uri, initial=True))
 
     async def _subscribe_legacy(self, client: Client) -> None:
         resources = client.server_capabilities.resources
@@ -279,9 +291,7 @@ class McpPool:
         errlog: TextIO = sys.stderr,
         min_backoff_s: float = 0.5,
     ) -> None:
-        self.handles = {
-            config.name: ServerHandle(config, on_event, errlog, min_backoff_s) for config in servers
-        }
+        self.handles = {config.name: ServerHandle(config, on_event, errlog, min_backoff_s) for config in servers}
         self._startup_timeout_s = startup_timeout_s
         self._stack = AsyncExitStack()
 

@@ -1,35 +1,161 @@
-"""Server events become turns: the changed resource is read and queued for the main session."""
+"""Server events become turns, by the server-event contract (docs/architecture.md, "Server events").
+
+A resource that follows the contract holds JSON `{"items": [{"id", "text", "session"?, "delivery"?}, ...],
+"ack": {"tool", "argument"}}`: each item runs as its own event, and is acknowledged through the ack tool only after
+its turn finished and its reply was delivered. A plain-text resource wakes the main session with its text, as
+before, but only when it changes, not when a server (re)connects.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 from anyio.abc import ObjectReceiveStream
 from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .events import Event, Target
+from .events import Event, EventKind, Target
 from .pool import McpPool, ServerEvent
 
 logger = logging.getLogger(__name__)
 
 Submit = Callable[[Event], Awaitable[None]]
+Fallback = Callable[[], Target | None]
+NOWHERE = Target("none", "none")
+
+
+class Delivery(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    mode: Literal["none", "announce", "webhook"] = "announce"
+    channel: str | None = None
+    to: str | None = None
+
+
+class Item(BaseModel):
+    """One queued item; servers may add fields of their own (job ids, times), which pass through as metadata."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    text: str
+    session: str = "main"
+    delivery: Delivery = Delivery()
+    kind: Literal["server", "cron", "subagent"] = "server"
+
+
+class Ack(BaseModel):
+    tool: str
+    argument: str
+
+
+class Batch(BaseModel):
+    items: list[Item]
+    ack: Ack | None = None
+
+
+def parse_batch(text: str) -> Batch | None:
+    """The resource's items when it follows the contract; None for plain text (or JSON of another shape)."""
+    try:
+        data: object = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or "items" not in data:
+        return None
+    try:
+        return Batch.model_validate(data)
+    except ValidationError as exc:
+        logger.warning("ignoring a server-event resource that breaks the contract: %s", exc)
+        return None
+
+
+def session_for(server: str, item: Item) -> str:
+    """`main` by default; `isolated` gets a fresh session of its own, named after the item so a retry finds it."""
+    return f"isolated-{server}-{item.id}" if item.session == "isolated" else item.session
+
+
+class Relay:
+    """Reads changed resources and submits their items, each once while it is queued or running."""
+
+    def __init__(self, pool: McpPool, submit: Submit, fallback: Fallback) -> None:
+        self.pool = pool
+        self.submit = submit
+        self.fallback = fallback
+        self._in_flight: set[tuple[str, str]] = set()
+
+    async def handle(self, event: ServerEvent) -> None:
+        try:
+            text = await self.pool.handles[event.server].read_resource(event.uri)
+        except (MCPError, TimeoutError) as exc:
+            logger.warning("could not read %s from %s: %s", event.uri, event.server, exc)
+            return
+        batch = parse_batch(text)
+        if batch is not None:
+            for item in batch.items:
+                await self._submit_item(event, item, batch.ack)
+        elif text.strip() and not event.initial:
+            target = self.fallback()
+            metadata = {"server": event.server, "uri": event.uri}
+            await self.submit(
+                Event(
+                    "server",
+                    f"[event from {event.server}: {event.uri}]\n{text}",
+                    target or NOWHERE,
+                    metadata=metadata,
+                    deliver=target is not None,
+                )
+            )
+
+    async def _submit_item(self, event: ServerEvent, item: Item, ack: Ack | None) -> None:
+        key = (event.server, item.id)
+        if key in self._in_flight:
+            return
+        self._in_flight.add(key)
+        target = self._target(item)
+
+        async def done(handled: bool) -> None:
+            try:
+                if handled and ack is not None:
+                    outcome = await self.pool.handles[event.server].call(ack.tool, {ack.argument: [item.id]})
+                    if outcome.is_error:
+                        logger.warning("%s did not acknowledge %s: %s", event.server, item.id, outcome.text)
+            finally:
+                self._in_flight.discard(key)  # only now: a read racing the ack must not submit the item again
+
+        kind: EventKind = item.kind
+        await self.submit(
+            Event(
+                kind,
+                f"[event from {event.server}]\n{item.text}",
+                target or NOWHERE,
+                session_key=session_for(event.server, item),
+                metadata={**(item.model_extra or {}), "server": event.server, "uri": event.uri, "event_id": item.id},
+                deliver=target is not None,
+                on_done=done,
+            )
+        )
+
+    def _target(self, item: Item) -> Target | None:
+        """Where the reply goes: the item's channel and conversation (both named), else the user's last one."""
+        delivery = item.delivery
+        if delivery.mode != "announce":
+            return None
+        if delivery.channel and delivery.to:
+            return Target(delivery.channel, delivery.to)
+        target = self.fallback()
+        if target is None:
+            logger.warning("no conversation known to announce %s in; its reply stays in the transcript", item.id)
+        return target
 
 
 async def relay_server_events(
-    events: ObjectReceiveStream[ServerEvent], pool: McpPool, submit: Submit, target: Target
+    events: ObjectReceiveStream[ServerEvent], pool: McpPool, submit: Submit, fallback: Fallback
 ) -> None:
-    """Forward each event as a `server` Event with the resource's text; empty resources wake nobody."""
+    """Turn every server event into submitted events until the stream closes."""
+    relay = Relay(pool, submit, fallback)
     async with events:
         async for event in events:
-            try:
-                text = await pool.handles[event.server].read_resource(event.uri)
-            except (MCPError, TimeoutError) as exc:
-                logger.warning("could not read %s from %s: %s", event.uri, event.server, exc)
-                continue
-            if not text.strip():
-                continue
-            metadata = {"server": event.server, "uri": event.uri}
-            await submit(
-                Event("server", f"[event from {event.server}: {event.uri}]\n{text}", target, metadata=metadata)
-            )
+            await relay.handle(event)

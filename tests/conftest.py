@@ -37,7 +37,6 @@ def hermitcrab_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     """In CI every real part (Chromium, bubblewrap, node) must be there: a skip there is a failure."""

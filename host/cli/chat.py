@@ -43,7 +43,7 @@ async def _chat(settings: Settings) -> None:
         async with anyio.create_task_group() as group:
             await group.start(gateway.serve)
             if agent.pool is not None and agent.server_events is not None:
-                group.start_soon(relay_server_events, agent.server_events, agent.pool, gateway.submit, TERMINAL)
+                group.start_soon(relay_server_events, agent.server_events, agent.pool, gateway.submit, lambda: TERMINAL)
             while True:
                 line = await _read_line("you> ")
                 if line is None or line.strip() in EXIT_WORDS:

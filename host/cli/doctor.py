@@ -37,7 +37,9 @@ def doctor(
         settings = load_settings(mcp_config=mcp_config)
     except ConfigError as exc:
         console.print(f"[red]config error:[/red] {exc}", soft_wrap=True, highlight=False)
-        console.print(f"fix: correct the key or value named above in {mcp_config or 'config.toml'}, then run doctor again")
+        console.print(
+            f"fix: correct the key or value named above in {mcp_config or 'config.toml'}, then run doctor again"
+        )
         raise typer.Exit(1) from exc
     checks = anyio.run(run_checks, settings)
     table = Table("", "area", "check", "detail")

@@ -32,9 +32,7 @@ def setup_logging(verbose: bool, settings: Settings) -> None:
     to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     to_terminal = logging.StreamHandler(sys.stderr)
     to_terminal.setLevel(logging.INFO if verbose else logging.WARNING)
-    to_terminal.setFormatter(
-        logging.Formatter("%(levelname)s %(name)s: %(message)s") if verbose else _Brief()
-    )
+    to_terminal.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if verbose else _Brief())
     logging.basicConfig(level=logging.INFO, handlers=[to_file, to_terminal], force=True)
     logging.getLogger("httpx").setLevel(logging.WARNING)
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from tests.support.fake_llm import NO_PROVIDER_ENV, free_port, openai_text
 
 
-
 def test_an_unknown_config_key_names_the_nearest_valid_one(hermitcrab, hermitcrab_home: Path):
     (hermitcrab_home / "config.toml").write_text('[mcpServers.exec]\ncommand = "x"\ndisabled_tool = ["exec"]\n')
 

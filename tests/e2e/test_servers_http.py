@@ -10,9 +10,9 @@ import pytest
 
 from hermitcrab.host.config import ServerConfig
 from hermitcrab.host.pool import McpPool
+from tests.servers.browser.browser_results import needs_chromium
 from tests.support.fake_llm import free_port
 from tests.support.processes import serving
-from tests.servers.browser.browser_results import needs_chromium
 
 
 def flags(server: str, tmp_path: Path) -> list[str]:

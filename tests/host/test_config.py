@@ -111,5 +111,5 @@ def test_unknown_keys_in_claude_desktop_entries_are_errors_but_its_own_keys_are_
 
     assert (server.command, server.timeout_s) == ("npx", 9)
     desktop.write_text(json.dumps({"mcpServers": {"fs": {**entry, "enabled_tool": ["read"]}}}))
-    with pytest.raises(ConfigError, match=r"mcpServers.fs.enabled_tool: unknown key \(did you mean 'enabled_tools'\?\)"):
+    with pytest.raises(ConfigError, match=r"fs.enabled_tool: unknown key \(did you mean 'enabled_tools'\?\)"):
         load_settings({"HERMITCRAB_HOME": str(tmp_path)}, mcp_config=desktop)

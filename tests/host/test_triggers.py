@@ -1,22 +1,36 @@
-"""Server events reach the gateway as turns carrying the changed resource."""
+"""Server events become turns by the server-event contract: items run once, replies delivered, then acknowledged."""
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 
-from hermitcrab.host.config import ServerConfig
+from hermitcrab.host.agent import Agent
+from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
 from hermitcrab.host.events import Event, Target
+from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.pool import McpPool, ServerEvent
+from hermitcrab.host.session import SessionStore
 from hermitcrab.host.triggers import relay_server_events
+from tests.support.scripted_provider import ScriptedProvider
+
+from .test_gateway import RecordingChannel
 
 TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
 MAIN = Target("test", "main")
 
 
-async def test_a_published_item_becomes_a_server_event_turn():
+def kit(*seed: str) -> ServerConfig:
+    return ServerConfig("kit", command=sys.executable, args=(TEST_SERVER, *(f"--seed={text}" for text in seed)))
+
+
+async def test_a_plain_text_resource_update_becomes_a_server_event_turn():
     send, receive = anyio.create_memory_object_stream[ServerEvent](10)
     submitted: list[Event] = []
     arrived = anyio.Event()
@@ -25,15 +39,128 @@ async def test_a_published_item_becomes_a_server_event_turn():
         submitted.append(event)
         arrived.set()
 
-    kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
-    async with McpPool([kit], on_event=send.send) as pool, anyio.create_task_group() as group:
-        group.start_soon(relay_server_events, receive, pool, submit, MAIN)
+    async with McpPool([kit()], on_event=send.send) as pool, anyio.create_task_group() as group:
+        group.start_soon(relay_server_events, receive, pool, submit, lambda: MAIN)
         await pool.call("publish", {"item": "water the plants"})
         with anyio.fail_after(5):
             await arrived.wait()
         group.cancel_scope.cancel()
 
-    (event,) = submitted
+    (event,) = submitted  # the empty inbox read on connect woke nobody
     assert event.kind == "server" and event.target == MAIN
     assert event.text == "[event from kit: test://inbox]\nwater the plants"
     assert event.metadata == {"server": "kit", "uri": "test://inbox"}
+
+
+@asynccontextmanager
+async def host(
+    tmp_path: Path, provider: ScriptedProvider, channel: RecordingChannel, *seed: str
+) -> AsyncIterator[tuple[McpPool, Gateway]]:
+    """A pool, gateway and relay wired as `hermitcrab run` wires them, the test channel as the last conversation."""
+    send, receive = anyio.create_memory_object_stream[ServerEvent](100)
+    settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings())
+    async with McpPool([kit(*seed)], on_event=send.send) as pool, anyio.create_task_group() as group:
+        gateway = Gateway(
+            Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")), {"test": channel}, ask_timeout_s=1
+        )
+        await group.start(gateway.serve)
+        group.start_soon(relay_server_events, receive, pool, gateway.submit, lambda: MAIN)
+        yield pool, gateway
+        group.cancel_scope.cancel()
+
+
+async def queue_state(pool: McpPool) -> dict[str, list[str]]:
+    return json.loads((await pool.call("queue_state", {})).text)
+
+
+async def wait_until_acked(pool: McpPool, count: int) -> dict[str, list[str]]:
+    with anyio.fail_after(10):
+        while len((state := await queue_state(pool))["acked"]) < count:
+            await anyio.sleep(0.05)
+    return state
+
+
+async def test_each_item_runs_as_its_own_turn_is_delivered_and_only_then_acknowledged(tmp_path: Path):
+    provider = ScriptedProvider().say("Stretch now.").say("Drink water.")
+    channel = RecordingChannel()
+    async with host(tmp_path, provider, channel) as (pool, gateway):
+        await pool.call("queue_push", {"item": {"id": "job-1:run-1", "text": "remind: stretch"}})
+        await pool.call("queue_push", {"item": {"id": "job-2:run-1", "text": "remind: water", "job": "water"}})
+        state = await wait_until_acked(pool, 2)
+        transcript = gateway.agent.session("main").transcript.entries()
+
+    assert state == {"waiting": [], "acked": ["job-1:run-1", "job-2:run-1"]}
+    assert [text for _, text in channel.sent] == ["Stretch now.", "Drink water."]
+    assert [s["messages"][-1].content for s in provider.seen] == [
+        "[event from kit]\nremind: stretch",
+        "[event from kit]\nremind: water",
+    ]
+    assert [e["event_id"] for e in transcript if e["kind"] == "event"] == ["job-1:run-1", "job-2:run-1"]
+
+
+async def test_items_waiting_when_the_host_connects_run_once(tmp_path: Path):
+    provider = ScriptedProvider().say("Good morning!")
+    channel = RecordingChannel()
+    async with host(tmp_path, provider, channel, "daily briefing") as (pool, _):
+        state = await wait_until_acked(pool, 1)
+        await anyio.sleep(0.2)  # later reads of the queue must not run it again
+
+    assert state == {"waiting": [], "acked": ["seed-0"]}
+    assert len(provider.seen) == 1 and [text for _, text in channel.sent] == ["Good morning!"]
+
+
+async def test_an_item_already_in_the_transcript_is_acknowledged_without_a_turn(tmp_path: Path):
+    SessionStore(tmp_path / "sessions").open("main").transcript.append("event", event_id="job-1:run-1")
+    provider = ScriptedProvider()
+    async with host(tmp_path, provider, RecordingChannel()) as (pool, _):
+        await pool.call("queue_push", {"item": {"id": "job-1:run-1", "text": "remind: stretch"}})
+        state = await wait_until_acked(pool, 1)
+
+    assert state["acked"] == ["job-1:run-1"] and provider.seen == []
+
+
+class BrokenChannel(RecordingChannel):
+    async def send(self, target: Target, text: str) -> None:
+        raise ConnectionError("the IM is down")
+
+
+async def test_an_item_whose_reply_was_not_delivered_stays_queued(tmp_path: Path):
+    provider = ScriptedProvider().say("Stretch now.")
+    async with host(tmp_path, provider, BrokenChannel()) as (pool, gateway):
+        await pool.call("queue_push", {"item": {"id": "job-1:run-1", "text": "remind: stretch"}})
+        with anyio.fail_after(10):
+            while gateway.failures == 0:
+                await anyio.sleep(0.05)
+        state = await queue_state(pool)
+
+    assert state == {"waiting": ["job-1:run-1"], "acked": []}
+
+
+async def test_isolated_items_get_a_session_of_their_own_and_delivery_can_name_the_conversation(tmp_path: Path):
+    provider = ScriptedProvider().say("Report written.")
+    channel = RecordingChannel()
+    item: dict[str, Any] = {
+        "id": "job-9:run-1",
+        "text": "write the weekly report",
+        "session": "isolated",
+        "delivery": {"mode": "announce", "channel": "test", "to": "reports"},
+    }
+    async with host(tmp_path, provider, channel) as (pool, gateway):
+        await pool.call("queue_push", {"item": item})
+        await wait_until_acked(pool, 1)
+        main = gateway.agent.session("main").transcript.entries()
+
+    assert channel.sent == [(Target("test", "reports"), "Report written.")]
+    assert main == []  # the main session never saw it
+    assert gateway.agent.session("isolated-kit-job-9:run-1").handled("job-9:run-1")
+
+
+async def test_delivery_mode_none_runs_the_turn_without_sending(tmp_path: Path):
+    provider = ScriptedProvider().say("quietly done")
+    channel = RecordingChannel()
+    item = {"id": "q-1", "text": "tidy the notes", "delivery": {"mode": "none"}}
+    async with host(tmp_path, provider, channel) as (pool, _):
+        await pool.call("queue_push", {"item": item})
+        await wait_until_acked(pool, 1)
+
+    assert len(provider.seen) == 1 and channel.sent == []

@@ -1,9 +1,12 @@
-"""A small MCP server for host tests: echo, add, a tool that hangs, its own pid, and an event publisher."""
+"""A small MCP server for host tests: echo, add, a tool that hangs, its own pid, and event publishers (plain text,
+and a queue following the server-event contract)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -24,10 +27,12 @@ def ask_approval(action: str) -> Elicit[Approval]:
     return Elicit(f"Allow {action}?", Approval)
 
 
-def build_server(name: str = "testkit") -> MCPServer:
+def build_server(name: str = "testkit", seed: Sequence[str] = ()) -> MCPServer:
     bus = InMemorySubscriptionBus()
     server = MCPServer(name, subscriptions=bus)
     inbox: list[str] = []
+    queue: dict[str, dict[str, Any]] = {f"seed-{n}": {"id": f"seed-{n}", "text": text} for n, text in enumerate(seed)}
+    acked: list[str] = []
     legacy_subscribers: list[ServerSession] = []
 
     async def subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
@@ -87,6 +92,31 @@ def build_server(name: str = "testkit") -> MCPServer:
             await session.send_resource_updated("test://inbox")
         return "published"
 
+    @server.resource("test://queue")
+    def read_queue() -> str:
+        """Items waiting for the host, in the server-event contract's shape."""
+        return json.dumps({"items": list(queue.values()), "ack": {"tool": "queue_ack", "argument": "ids"}})
+
+    @server.tool()
+    async def queue_push(item: dict[str, Any]) -> str:
+        """Queue an item (at least `id` and `text`) and tell listeners."""
+        queue[item["id"]] = item
+        await bus.publish(ResourceUpdated(uri="test://queue"))
+        return "queued"
+
+    @server.tool()
+    def queue_ack(ids: list[str]) -> str:
+        """Remove handled items; remembers every acknowledged id."""
+        acked.extend(ids)
+        for item_id in ids:
+            queue.pop(item_id, None)
+        return f"acked {len(ids)}"
+
+    @server.tool()
+    def queue_state() -> dict[str, list[str]]:
+        """What still waits and what was acknowledged, in order."""
+        return {"waiting": list(queue), "acked": acked}
+
     return server
 
 
@@ -94,8 +124,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="testkit")
     parser.add_argument("--http-port", type=int, help="serve streamable HTTP on 127.0.0.1 instead of stdio")
+    parser.add_argument("--seed", action="append", default=[], help="an item waiting on test://queue at start")
     args = parser.parse_args()
-    server = build_server(args.name)
+    server = build_server(args.name, args.seed)
     if args.http_port:
         server.run("streamable-http", host="127.0.0.1", port=args.http_port)
     else:

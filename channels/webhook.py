@@ -1,0 +1,190 @@
+"""The HTTP webhook channel: other programs wake the agent with a POST; replies can go back to a callback URL.
+
+Inbound (served by `hermitcrab run`, 127.0.0.1 by default, only when a token is configured):
+  POST /hooks/agent {message, session?, delivery?: {mode?, channel?, to?}}  runs a turn, answers 202 at once
+  POST /hooks/wake  {text}                                               queues a system event for the main session
+  GET  /healthz                                                          200 while serving
+Every POST needs `Authorization: Bearer <token>`; a wrong or missing token is 401, malformed JSON or an unknown
+field 400, a body over 64 KB 413, and nothing runs. Outbound, a conversation of this channel is an http(s) URL:
+a reply is POSTed there as `{"text": ...}`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Literal, TypeVar
+
+import anyio
+import httpx
+import uvicorn
+from anyio.abc import TaskStatus
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from hermitcrab.host.events import Event, Target
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 64 * 1024
+NOWHERE = Target("none", "none")
+
+Submit = Callable[[Event], Awaitable[None]]
+Fallback = Callable[[], Target | None]
+
+
+class _Delivery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["announce", "none"] = "announce"
+    channel: str | None = None
+    to: str | None = None
+
+
+class _AgentHook(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    message: str = Field(min_length=1)
+    session: str | None = Field(default=None, min_length=1, max_length=200)
+    delivery: _Delivery = _Delivery()
+
+
+class _WakeHook(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1)
+
+
+_Hook = TypeVar("_Hook", _AgentHook, _WakeHook)
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn inside our own event loop: the host, not uvicorn, owns SIGINT and SIGTERM."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class WebhookChannel:
+    """Serves the hook endpoints and delivers replies to callback URLs."""
+
+    name = "webhook"
+
+    def __init__(self, token: str, submit: Submit, fallback: Fallback) -> None:
+        self._token = token
+        self._submit = submit
+        self._fallback = fallback
+        self._closing = False
+
+    async def send(self, target: Target, text: str) -> None:
+        url = target.conversation
+        if not url.startswith(("http://", "https://")):
+            raise LookupError(f"webhook conversations are http(s) callback URLs, not {url[:80]!r}")
+        async with httpx.AsyncClient(timeout=30) as client:
+            response = await client.post(url, json={"text": text})
+            response.raise_for_status()
+
+    async def typing(self, target: Target) -> None:
+        return None
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/hooks/agent", self._agent, methods=["POST"]),
+                Route("/hooks/wake", self._wake, methods=["POST"]),
+                Route("/healthz", self._health, methods=["GET"]),
+            ]
+        )
+
+    async def serve(self, host: str, port: int, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve until `close()`; reports started once the socket listens."""
+        config = uvicorn.Config(self.app(), host=host, port=port, log_level="warning", lifespan="off")
+        server = _QuietServer(config)
+        async with anyio.create_task_group() as group:
+            group.start_soon(server.serve)
+            while not server.started:
+                if server.should_exit:
+                    raise OSError(f"the webhook endpoint could not listen on {host}:{port}")
+                await anyio.sleep(0.01)
+            task_status.started()
+
+    def close(self) -> None:
+        """Refuse new hooks (503) while the host finishes its running turn; cancelling `serve` stops the server."""
+        self._closing = True
+
+    async def _health(self, request: Request) -> JSONResponse:
+        return JSONResponse({"ok": not self._closing})
+
+    async def _agent(self, request: Request) -> JSONResponse:
+        try:
+            hook = await self._read(request, _AgentHook)
+        except _Refused as refused:
+            return refused.response()
+        hook_id = uuid.uuid4().hex[:12]
+        target = self._target(hook.delivery)
+        await self._submit(
+            Event(
+                "webhook",
+                f"[webhook]\n{hook.message}",
+                target or NOWHERE,
+                session_key=hook.session or f"hook-{hook_id}",
+                metadata={"hook_id": hook_id},
+                deliver=target is not None,
+            )
+        )
+        return JSONResponse({"accepted": True, "id": hook_id}, status_code=202)
+
+    async def _wake(self, request: Request) -> JSONResponse:
+        try:
+            hook = await self._read(request, _WakeHook)
+        except _Refused as refused:
+            return refused.response()
+        target = self._fallback()
+        await self._submit(Event("webhook", f"[system event]\n{hook.text}", target or NOWHERE, deliver=bool(target)))
+        return JSONResponse({"accepted": True}, status_code=202)
+
+    def _target(self, delivery: _Delivery) -> Target | None:
+        if delivery.mode == "none":
+            return None
+        if delivery.channel and delivery.to:
+            return Target(delivery.channel, delivery.to)
+        return self._fallback()
+
+    async def _read(self, request: Request, model: type[_Hook]) -> _Hook:
+        """The validated body; checks, in order: shutting down, token, size, shape."""
+        if self._closing:
+            raise _Refused(503, "hermitcrab is shutting down")
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").encode()
+        if not secrets.compare_digest(given, self._token.encode()):
+            raise _Refused(401, "missing or wrong bearer token")
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                raise _Refused(413, f"the body is over {MAX_BODY_BYTES // 1024} KB")
+        try:
+            return model.model_validate(json.loads(body))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())
+            raise _Refused(400, problems) from exc
+        except ValueError as exc:
+            raise _Refused(400, f"the body is not JSON: {exc}") from exc
+
+
+class _Refused(Exception):
+    """A hook request turned away before anything ran."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+    def response(self) -> JSONResponse:
+        return JSONResponse({"error": str(self)}, status_code=self.status)

@@ -1,0 +1,102 @@
+"""`hermitcrab run`: the long-running host: gateway, MCP pool and its server events, channels, heartbeat, webhooks."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from collections.abc import AsyncIterator
+
+import anyio
+import typer
+
+from hermitcrab.channels.webhook import WebhookChannel
+
+from ..agent import Agent
+from ..config import Settings, load_settings
+from ..events import Channel, Target
+from ..gateway import Gateway
+from ..heartbeat import Heartbeat
+from ..last_target import LastTarget
+from ..triggers import relay_server_events
+from .options import McpConfigOption, VerboseOption
+from .runtime import open_agent, setup_logging
+
+logger = logging.getLogger(__name__)
+
+
+def run(mcp_config: McpConfigOption = None, verbose: VerboseOption = False) -> None:
+    """Serve until Ctrl-C or SIGTERM: server events (cron, spawn), the heartbeat, webhooks and chat channels.
+
+    On a stop signal the running turn finishes; queued server events stay with their servers for the next start.
+    """
+    settings = load_settings(mcp_config=mcp_config)
+    setup_logging(verbose, settings)
+    anyio.run(serve, settings)
+
+
+async def serve(settings: Settings) -> None:
+    async with open_agent(settings) as agent:
+        channels: dict[str, Channel] = {}
+        last = LastTarget(settings.state / "last_target.json")
+        gateway = Gateway(agent, channels, ask_timeout_s=settings.agent.ask_timeout_s, last_target=last)
+
+        def fallback() -> Target | None:
+            """The user's last conversation, when its channel runs in this process."""
+            target = last.get()
+            return target if target is not None and target.channel in channels else None
+
+        heartbeat = Heartbeat(
+            settings.heartbeat,
+            settings.workspace,
+            gateway.submit,
+            busy=lambda: gateway.pending("main") > 0,
+            target=fallback,
+            now=agent.now,
+        )
+        webhook = WebhookChannel(settings.webhook.token, gateway.submit, fallback) if settings.webhook.token else None
+        async with anyio.create_task_group() as group:
+            await group.start(gateway.serve)
+            if webhook is not None:
+                channels[webhook.name] = webhook
+                await group.start(webhook.serve, settings.webhook.host, settings.webhook.port)
+            if agent.pool is not None and agent.server_events is not None:
+                group.start_soon(relay_server_events, agent.server_events, agent.pool, gateway.submit, fallback)
+            group.start_soon(heartbeat.run)
+            _ready(agent, settings, webhook is not None)
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for signum in signals:
+                    logger.warning("%s: finishing the running turn, then stopping", signal.Signals(signum).name)
+                    break
+                if webhook is not None:
+                    webhook.close()
+                async with anyio.create_task_group() as stopping:
+                    stopping.start_soon(_stop_now_on_second_signal, signals, stopping.cancel_scope)
+                    await gateway.drain()
+                    stopping.cancel_scope.cancel()
+            group.cancel_scope.cancel()
+
+
+async def _stop_now_on_second_signal(signals: AsyncIterator[int], drain: anyio.CancelScope) -> None:
+    async for _ in signals:
+        logger.warning("second stop signal: not waiting for the running turn")
+        drain.cancel()
+        return
+
+
+def _ready(agent: Agent, settings: Settings, webhook: bool) -> None:
+    handles = list(agent.pool.handles.values()) if agent.pool else []
+    up = [h.config.name for h in handles if h.ready]
+    down = [h.config.name for h in handles if not h.ready]
+    beat = settings.heartbeat.every_minutes
+    parts = [
+        f"hermitcrab is running · {agent.provider.label}",
+        f"servers up: {', '.join(up) or 'none'}" + (f" (down: {', '.join(down)})" if down else ""),
+        f"webhook: http://{settings.webhook.host}:{settings.webhook.port}" if webhook else "webhook: off (no token)",
+        f"heartbeat: every {beat:g} min" if beat > 0 else "heartbeat: off",
+    ]
+    print(" · ".join(parts), file=sys.stderr, flush=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(run)

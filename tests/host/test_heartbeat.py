@@ -1,0 +1,111 @@
+"""The heartbeat: a model call only when HEARTBEAT.md has tasks, the hours are right and the session is free."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hermitcrab.host.agent import Agent
+from hermitcrab.host.config import AgentSettings, HeartbeatSettings, Settings
+from hermitcrab.host.events import Event, Target
+from hermitcrab.host.gateway import Gateway
+from hermitcrab.host.heartbeat import Heartbeat, has_tasks, is_heartbeat_ok
+from hermitcrab.host.session import SessionStore
+from tests.support.scripted_provider import ScriptedProvider
+
+from .test_gateway import RecordingChannel
+
+ROOM = Target("test", "room-1", "alice")
+NOON = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+TASKS = "# Heartbeat\n<!-- checked every 30 minutes -->\n- If a deploy failed, tell me.\n"
+
+
+@pytest.mark.parametrize(
+    ("reply", "quiet"),
+    [
+        ("HEARTBEAT_OK", True),
+        ("  HEARTBEAT_OK\n", True),
+        ("All calm. HEARTBEAT_OK", True),
+        ("HEARTBEAT_OK " + "x" * 300, True),
+        ("HEARTBEAT_OK " + "x" * 301, False),
+        ("The deploy failed at 11:40.", False),
+        ("Note: HEARTBEAT_OK is what I say when calm, but the deploy failed.", False),
+    ],
+)
+def test_only_an_ok_with_little_around_it_is_quiet(reply: str, quiet: bool):
+    assert is_heartbeat_ok(reply) is quiet
+
+
+@pytest.mark.parametrize(
+    ("markdown", "tasks"),
+    [("", False), ("# Heartbeat\n\n## Daily\n", False), ("# H\n<!--\n- not a task\n-->\n", False), (TASKS, True)],
+)
+def test_headings_and_comments_are_not_tasks(markdown: str, tasks: bool):
+    assert has_tasks(markdown) is tasks
+
+
+def test_active_hours_in_their_own_zone_and_across_midnight():
+    berlin_day = HeartbeatSettings(30, (dt.time(8), dt.time(22)), "Europe/Berlin")  # UTC+1 in December
+    night = HeartbeatSettings(30, (dt.time(22), dt.time(6)), "UTC")
+
+    assert not berlin_day.active_at(dt.datetime(2026, 12, 1, 6, 30, tzinfo=dt.UTC))
+    assert berlin_day.active_at(dt.datetime(2026, 12, 1, 7, 0, tzinfo=dt.UTC))
+    assert not berlin_day.active_at(dt.datetime(2026, 12, 1, 21, 30, tzinfo=dt.UTC))
+    assert night.active_at(dt.datetime(2026, 12, 1, 23, 0, tzinfo=dt.UTC))
+    assert night.active_at(dt.datetime(2026, 12, 1, 5, 59, tzinfo=dt.UTC))
+    assert not night.active_at(NOON)
+
+
+def heartbeat(tmp_path: Path, submitted: list[Event], *, busy: bool = False, every: float = 30) -> Heartbeat:
+    async def submit(event: Event) -> None:
+        submitted.append(event)
+
+    return Heartbeat(HeartbeatSettings(every), tmp_path, submit, lambda: busy, lambda: ROOM, lambda: NOON)
+
+
+async def test_a_beat_is_skipped_while_the_main_session_is_busy_or_there_is_nothing_to_check(tmp_path: Path):
+    submitted: list[Event] = []
+
+    assert not await heartbeat(tmp_path, submitted).beat()  # no HEARTBEAT.md
+    (tmp_path / "HEARTBEAT.md").write_text("# Heartbeat\n<!-- nothing yet -->\n")
+    assert not await heartbeat(tmp_path, submitted).beat()
+    (tmp_path / "HEARTBEAT.md").write_text(TASKS)
+    assert not await heartbeat(tmp_path, submitted, busy=True).beat()
+    assert submitted == []
+    assert await heartbeat(tmp_path, submitted).beat()
+    assert [(e.kind, e.session_key, e.target) for e in submitted] == [("heartbeat", "main", ROOM)]
+
+
+async def test_the_timer_beats_every_interval(tmp_path: Path):
+    (tmp_path / "HEARTBEAT.md").write_text(TASKS)
+    submitted: list[Event] = []
+
+    with anyio.move_on_after(0.5):
+        await heartbeat(tmp_path, submitted, every=0.1 / 60).run()
+
+    assert 3 <= len(submitted) <= 5
+
+
+async def test_heartbeat_ok_is_not_delivered_but_a_finding_is(tmp_path: Path):
+    channel = RecordingChannel()
+    settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings())
+    provider = ScriptedProvider().say("HEARTBEAT_OK").say("Heads up: the nightly deploy failed.")
+    gateway = Gateway(Agent(settings, provider, None, SessionStore(tmp_path / "s")), {"test": channel}, ask_timeout_s=1)
+    settings.workspace.mkdir()
+    (settings.workspace / "HEARTBEAT.md").write_text(TASKS)
+    beat = Heartbeat(
+        HeartbeatSettings(30), settings.workspace, gateway.submit, lambda: False, lambda: ROOM, lambda: NOON
+    )
+
+    async with anyio.create_task_group() as group:
+        await group.start(gateway.serve)
+        await beat.beat()
+        await beat.beat()
+        await channel.next_message()
+        group.cancel_scope.cancel()
+
+    assert [text for _, text in channel.sent] == ["Heads up: the nightly deploy failed."]
+    assert "HEARTBEAT.md" in provider.seen[0]["messages"][-1].content
