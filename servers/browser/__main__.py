@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hermitcrab.servers._common.paths import default_paths
-from hermitcrab.servers._common.serve import serve
+from hermitcrab.servers._common.serve import add_log_level, serve
 
 from .config import BrowserConfig
 from .origins import parse_origins
@@ -76,6 +76,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "(default: 45, under the host's usual 60)",
     )
     parser.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    add_log_level(parser)
     return parser.parse_args(argv)
 
 
@@ -107,7 +108,7 @@ def config_from_args(args: argparse.Namespace) -> BrowserConfig:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    serve(build_server(config_from_args(args)), args.http)
+    serve(build_server(config_from_args(args)), args.http, args.log_level)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ImageContent, ToolAnnotations
 from pydantic import Field
 
+from .limits import MAX_ELEMENT_CHARS, MAX_FILENAME_CHARS, MAX_REF_CHARS, shorten
 from .outputs import output_path
 from .runner import Outcome, Runner
 from .tab import Tab
@@ -45,10 +46,20 @@ def register(server: MCPServer, runner: Runner) -> None:
     async def browser_take_screenshot(
         type: Annotated[Literal["png", "jpeg"], Field(description="Image format.")] = "png",
         fullPage: Annotated[bool, Field(description="The whole scrollable page, not just the viewport.")] = False,
-        ref: Annotated[str | None, Field(description="Ref of one element to capture instead of the page.")] = None,
-        element: Annotated[str | None, Field(description="Human-readable description of that element.")] = None,
+        ref: Annotated[
+            str | None,
+            Field(description="Ref of one element to capture instead of the page.", max_length=MAX_REF_CHARS),
+        ] = None,
+        element: Annotated[
+            str | None,
+            Field(description="Human-readable description of that element.", max_length=MAX_ELEMENT_CHARS),
+        ] = None,
         filename: Annotated[
-            str | None, Field(description="Also save the image under this name in the server's output folder.")
+            str | None,
+            Field(
+                description="Also save the image under this name in the server's output folder.",
+                max_length=MAX_FILENAME_CHARS,
+            ),
         ] = None,
     ) -> CallToolResult:
         """Take a screenshot of the page or of one element.
@@ -64,7 +75,7 @@ def register(server: MCPServer, runner: Runner) -> None:
                 data = await tab.locator(ref, element).screenshot(type=type, quality=quality)
             else:
                 data = await tab.page.screenshot(type=type, quality=quality, full_page=fullPage)
-            note = f"Screenshot of {element or ref or ('the full page' if fullPage else 'the viewport')}"
+            note = f"Screenshot of {shorten(element or ref or ('the full page' if fullPage else 'the viewport'))}"
             if filename is not None:
                 path = output_path(config.output_dir, filename, "screenshot", f".{'jpg' if type == 'jpeg' else 'png'}")
                 path.write_bytes(data)
@@ -109,7 +120,8 @@ def register(server: MCPServer, runner: Runner) -> None:
     @server.tool()
     async def browser_pdf_save(
         filename: Annotated[
-            str | None, Field(description="File name for the PDF (saved in the output folder).")
+            str | None,
+            Field(description="File name for the PDF (saved in the output folder).", max_length=MAX_FILENAME_CHARS),
         ] = None,
     ) -> CallToolResult:
         """Save the current page as a PDF file and return its path."""

@@ -12,31 +12,52 @@ from mcp_types import CallToolResult
 from playwright.async_api import Error as PlaywrightError
 from pydantic import BaseModel, Field
 
+from hermitcrab.servers._common.arguments import MAX_PATH_CHARS, quote
 from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
 
+from .limits import (
+    MAX_ELEMENT_CHARS,
+    MAX_FIELDS,
+    MAX_FUNCTION_CHARS,
+    MAX_KEY_CHARS,
+    MAX_REF_CHARS,
+    MAX_SLOW_TEXT_CHARS,
+    MAX_TEXT_CHARS,
+    MAX_UPLOADS,
+    MAX_VALUES,
+    shorten,
+)
 from .runner import Outcome, Runner, is_closed
 from .tab import Tab
 
 Element = Annotated[
     str | None,
-    Field(description="Human-readable description of the element (e.g. 'Sign in button'), used in messages."),
+    Field(
+        description="Human-readable description of the element (e.g. 'Sign in button'), used in messages.",
+        max_length=MAX_ELEMENT_CHARS,
+    ),
 ]
-Ref = Annotated[str, Field(description="The element's ref from the latest snapshot, e.g. e12 or f1e3.")]
+Ref = Annotated[
+    str, Field(description="The element's ref from the latest snapshot, e.g. e12 or f1e3.", max_length=MAX_REF_CHARS)
+]
+Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
 Modifier = Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]
 _MAX_RESULT_CHARS = 20_000
+_MAX_THROWN_CHARS = 1_000
 
 
 class FormField(BaseModel):
-    name: str = Field(description="Human-readable field name.")
+    name: str = Field(description="Human-readable field name.", max_length=MAX_ELEMENT_CHARS)
     type: Literal["textbox", "checkbox", "radio", "combobox", "slider"] = Field(description="The field's kind.")
-    ref: str = Field(description="The field's ref from the latest snapshot.")
+    ref: str = Field(description="The field's ref from the latest snapshot.", max_length=MAX_REF_CHARS)
     value: str = Field(
-        description="Text for a textbox, 'true'/'false' for a checkbox or radio, an option label for a combobox."
+        description="Text for a textbox, 'true'/'false' for a checkbox or radio, an option label for a combobox.",
+        max_length=MAX_TEXT_CHARS,
     )
 
 
 def _label(element: str | None, ref: str) -> str:
-    return f"{element} ({ref})" if element else ref
+    return f"{shorten(element)} ({ref})" if element else ref
 
 
 def register(server: MCPServer, runner: Runner) -> None:
@@ -66,7 +87,9 @@ def register(server: MCPServer, runner: Runner) -> None:
     @server.tool()
     async def browser_type(
         ref: Ref,
-        text: Annotated[str, Field(description="The text to enter (replaces what the field holds).")],
+        text: Annotated[
+            str, Field(description="The text to enter (replaces what the field holds).", max_length=MAX_TEXT_CHARS)
+        ],
         element: Element = None,
         submit: Annotated[bool, Field(description="Press Enter afterwards (submits most forms).")] = False,
         slowly: Annotated[
@@ -74,6 +97,11 @@ def register(server: MCPServer, runner: Runner) -> None:
         ] = False,
     ) -> CallToolResult:
         """Type text into an editable element (by ref), optionally pressing Enter after it."""
+        if slowly and len(text) > MAX_SLOW_TEXT_CHARS:
+            raise ToolError(
+                f"`text` is too long to type slowly ({len(text):,} characters; the limit is {MAX_SLOW_TEXT_CHARS:,}): "
+                "call without slowly, or type it in parts."
+            )
 
         async def type_text(tab: Tab) -> str:
             target = tab.locator(ref, element)
@@ -90,13 +118,25 @@ def register(server: MCPServer, runner: Runner) -> None:
     @server.tool()
     async def browser_press_key(
         key: Annotated[
-            str, Field(description="A key name such as Enter, Escape, ArrowDown, Tab, or a character like a.")
+            str,
+            Field(
+                description="A key name such as Enter, Escape, ArrowDown, Tab, or a character like a.",
+                max_length=MAX_KEY_CHARS,
+            ),
         ],
     ) -> CallToolResult:
         """Press a key on the keyboard in the current tab (goes to the focused element)."""
 
         async def press(tab: Tab) -> str:
-            await tab.page.keyboard.press(key)
+            try:
+                await tab.page.keyboard.press(key)
+            except PlaywrightError as exc:
+                if not exc.message.startswith("Keyboard.press: Unknown key"):
+                    raise
+                raise ToolError(
+                    f"`key` {quote(key)} is not a key name: use one such as Enter, Escape, ArrowDown, Tab, "
+                    "Control+a, or a single character."
+                ) from exc
             return f"Pressed {key}"
 
         return await runner.act(press)
@@ -115,7 +155,8 @@ def register(server: MCPServer, runner: Runner) -> None:
     async def browser_select_option(
         ref: Ref,
         values: Annotated[
-            list[str], Field(description="Option labels or values to select (several for a multi-select).")
+            list[Text],
+            Field(description="Option labels or values to select (several for a multi-select).", max_length=MAX_VALUES),
         ],
         element: Element = None,
     ) -> CallToolResult:
@@ -129,7 +170,10 @@ def register(server: MCPServer, runner: Runner) -> None:
 
     @server.tool()
     async def browser_fill_form(
-        fields: Annotated[list[FormField], Field(description="The fields to fill, each with its ref and value.")],
+        fields: Annotated[
+            list[FormField],
+            Field(description="The fields to fill, each with its ref and value.", max_length=MAX_FIELDS),
+        ],
     ) -> CallToolResult:
         """Fill several form fields in one call: textboxes, checkboxes, radios, dropdowns and sliders."""
 
@@ -142,14 +186,14 @@ def register(server: MCPServer, runner: Runner) -> None:
                     await target.select_option(item.value)
                 else:
                     await target.fill(item.value)
-            return f"Filled {len(fields)} fields: {', '.join(item.name for item in fields)}"
+            return f"Filled {len(fields)} fields: {shorten(', '.join(item.name for item in fields))}"
 
         return await runner.act(fill)
 
     @server.tool()
     async def browser_drag(
-        startRef: Annotated[str, Field(description="Ref of the element to drag.")],
-        endRef: Annotated[str, Field(description="Ref of the element to drop onto.")],
+        startRef: Annotated[str, Field(description="Ref of the element to drag.", max_length=MAX_REF_CHARS)],
+        endRef: Annotated[str, Field(description="Ref of the element to drop onto.", max_length=MAX_REF_CHARS)],
         startElement: Element = None,
         endElement: Element = None,
     ) -> CallToolResult:
@@ -164,11 +208,18 @@ def register(server: MCPServer, runner: Runner) -> None:
     @server.tool()
     async def browser_file_upload(
         paths: Annotated[
-            list[str] | None,
-            Field(description="Files to upload, absolute or relative to the first upload root. Omit to cancel."),
+            list[Annotated[str, Field(max_length=MAX_PATH_CHARS)]] | None,
+            Field(
+                description="Files to upload, absolute or relative to the first upload root. Omit to cancel.",
+                max_length=MAX_UPLOADS,
+            ),
         ] = None,
         ref: Annotated[
-            str | None, Field(description="Ref of a file input to fill directly, when no file chooser is open.")
+            str | None,
+            Field(
+                description="Ref of a file input to fill directly, when no file chooser is open.",
+                max_length=MAX_REF_CHARS,
+            ),
         ] = None,
         element: Element = None,
     ) -> CallToolResult:
@@ -195,7 +246,9 @@ def register(server: MCPServer, runner: Runner) -> None:
     @server.tool()
     async def browser_handle_dialog(
         accept: Annotated[bool, Field(description="true to accept (OK), false to dismiss (Cancel).")],
-        promptText: Annotated[str | None, Field(description="Text to enter in a prompt() dialog.")] = None,
+        promptText: Annotated[
+            str | None, Field(description="Text to enter in a prompt() dialog.", max_length=MAX_TEXT_CHARS)
+        ] = None,
     ) -> CallToolResult:
         """Answer the JavaScript alert, confirm or prompt dialog that is open in the current tab."""
 
@@ -219,9 +272,14 @@ def register(server: MCPServer, runner: Runner) -> None:
         async def browser_evaluate(
             function: Annotated[
                 str,
-                Field(description="A JavaScript function: '() => document.title', or '(element) => element.value'."),
+                Field(
+                    description="A JavaScript function: '() => document.title', or '(element) => element.value'.",
+                    max_length=MAX_FUNCTION_CHARS,
+                ),
             ],
-            ref: Annotated[str | None, Field(description="Ref of an element passed to the function.")] = None,
+            ref: Annotated[
+                str | None, Field(description="Ref of an element passed to the function.", max_length=MAX_REF_CHARS)
+            ] = None,
             element: Element = None,
         ) -> CallToolResult:
             """Run JavaScript in the current page (or on one element) and return its JSON result."""
@@ -234,7 +292,8 @@ def register(server: MCPServer, runner: Runner) -> None:
                     if is_closed(exc):
                         raise
                     # The page chose the error text, so it goes inside the untrusted fence.
-                    return Outcome("The function threw an error", page=[f"- Error: {exc.message.splitlines()[0]}"])
+                    thrown = shorten(exc.message.splitlines()[0], _MAX_THROWN_CHARS)
+                    return Outcome("The function threw an error", page=[f"- Error: {thrown}"])
                 shown = json.dumps(value, ensure_ascii=False, default=str)
                 if len(shown) > _MAX_RESULT_CHARS:
                     shown = shown[:_MAX_RESULT_CHARS] + "… [truncated]"
@@ -251,5 +310,5 @@ def _upload_file(path: str, roots: tuple[Path, ...]) -> Path:
     except PathOutsideRoots as exc:
         raise ToolError(f"{exc}; upload a file from inside the roots.") from exc
     if not resolved.is_file():
-        raise ToolError(f"{path} is not a file inside the upload roots; check the name.")
+        raise ToolError(f"{quote(path)} is not a file inside the upload roots; check the name.")
     return resolved

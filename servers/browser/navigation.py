@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -17,29 +17,58 @@ from pydantic import Field
 from hermitcrab.servers._common.arguments import quote
 
 from . import report
+from .limits import MAX_URL_CHARS, MAX_WAIT_TEXT_CHARS, shorten
 from .origins import NAVIGABLE_SCHEMES, OriginPolicy
 from .runner import Runner, tab_lines
 from .tab import Tab
 
 _MAX_WAIT_SECONDS = 30.0
+_SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*):")
+_PORT = re.compile(r"\d+(?:[/?#]|$)")
+_SCHEME_ADVICE = {
+    "javascript": "to run code in the page, use browser_evaluate (offered when the server runs with --enable-evaluate)",
+    "mailto": "it is an e-mail address, not a page: give it to the user instead",
+    "tel": "it is a phone number, not a page: give it to the user instead",
+    "sms": "it is a phone number, not a page: give it to the user instead",
+    "file": "files on this machine are not opened: serve them over http, or upload one with browser_file_upload",
+}
+_OTHER_SCHEME_ADVICE = "give the http(s) address of a web page instead"
 _MIN_TEXT_WAIT = 0.1
 
 
 def normalize_url(url: str, policy: OriginPolicy) -> str:
-    """Add a missing scheme and refuse what the server does not open (file:, blocked origins)."""
+    """Add a missing scheme and refuse what the server does not open (other schemes, blocked origins)."""
     url = url.strip()
-    if "://" not in url and not url.startswith(("about:", "data:")):
+    if not url:
+        raise ToolError("`url` is empty: give the address of the page to open, e.g. https://example.com.")
+    scheme = _scheme_of(url)
+    if scheme is None:
         local = url.startswith(("localhost", "127.", "[::1]"))
         url = ("http://" if local else "https://") + url
-    scheme = urlsplit(url).scheme.lower()
-    if scheme not in NAVIGABLE_SCHEMES:
-        raise ToolError(f"{scheme}: URLs are not opened by this browser; use an http(s) URL.")
+    elif scheme not in NAVIGABLE_SCHEMES:
+        advice = _SCHEME_ADVICE.get(scheme, _OTHER_SCHEME_ADVICE)
+        raise ToolError(
+            f"`url` {quote(url)} uses the {scheme}: scheme, but this browser opens only http:, https:, about: and "
+            f"data: URLs; {advice}."
+        )
     if not policy.allows(url):
         raise ToolError(
-            f"{url} is outside the origins this browser may visit ({policy.describe()}); "
+            f"`url` {quote(url)} is outside the origins this browser may visit ({policy.describe()}); "
             "pick a URL on an allowed origin."
         )
     return url
+
+
+def _scheme_of(url: str) -> str | None:
+    """The URL's scheme, or None when it has none: `example.com/x` and `intranet:8000` are hosts, `tel:1` is not."""
+    found = _SCHEME.match(url)
+    if found is None:
+        return None
+    scheme = found.group(1).lower()
+    known = scheme in NAVIGABLE_SCHEMES or scheme in _SCHEME_ADVICE
+    if "://" not in url and not known and _PORT.match(url, found.end()):
+        return None  # host:port
+    return scheme
 
 
 def register(server: MCPServer, runner: Runner) -> None:
@@ -48,7 +77,9 @@ def register(server: MCPServer, runner: Runner) -> None:
 
     @server.tool()
     async def browser_navigate(
-        url: Annotated[str, Field(description="The URL to open, e.g. https://example.com/login.")],
+        url: Annotated[
+            str, Field(description="The URL to open, e.g. https://example.com/login.", max_length=MAX_URL_CHARS)
+        ],
     ) -> CallToolResult:
         """Open a URL in the current tab and return the page snapshot.
 
@@ -63,8 +94,8 @@ def register(server: MCPServer, runner: Runner) -> None:
             except PlaywrightError as exc:
                 if "Download is starting" not in exc.message:
                     raise
-                return f"{target} is a file download, not a page"
-            return f"Opened {target}"
+                return f"{shorten(target)} is a file download, not a page"
+            return f"Opened {shorten(target)}"
 
         return await runner.act(go, snapshot="full", retry_after_crash=True)
 
@@ -118,15 +149,21 @@ def register(server: MCPServer, runner: Runner) -> None:
     @server.tool()
     async def browser_wait_for(
         time: Annotated[float | None, Field(description="Seconds to wait (at most 30).")] = None,
-        text: Annotated[str | None, Field(description="Wait until this text is visible on the page.")] = None,
-        textGone: Annotated[str | None, Field(description="Wait until this text is no longer visible.")] = None,
+        text: Annotated[
+            str | None,
+            Field(description="Wait until this text is visible on the page.", max_length=MAX_WAIT_TEXT_CHARS),
+        ] = None,
+        textGone: Annotated[
+            str | None,
+            Field(description="Wait until this text is no longer visible.", max_length=MAX_WAIT_TEXT_CHARS),
+        ] = None,
     ) -> CallToolResult:
         """Wait for text to appear or disappear, or for some seconds, then return the page snapshot."""
         if time is None and text is None and textGone is None:
             raise ToolError("Give time, text or textGone to wait for.")
         if time is not None and not 0 <= time <= max_wait:
             raise ToolError(
-                f"`time` must be between 0 and {max_wait:g} seconds, got {time:g}; "
+                f"`time` must be between 0 and {max_wait:.3g} seconds, got {time:g}; "
                 "to wait longer, call browser_wait_for again (or wait for a text to appear instead)."
             )
 
@@ -144,7 +181,7 @@ def register(server: MCPServer, runner: Runner) -> None:
                 except PlaywrightTimeoutError as exc:
                     happened = "is still visible" if state == "hidden" else "did not appear"
                     raise ToolError(
-                        f"{quote(target)} {happened} within {max_wait:g} s; check the page with browser_snapshot, "
+                        f"{quote(target)} {happened} within {max_wait:.3g} s; check the page with browser_snapshot, "
                         "or wait again."
                     ) from exc
             done = [

@@ -17,6 +17,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from . import report
+from .limits import shorten
 from .session import Session
 from .snapshot import Snapshot, cap, diff, render
 from .tab import Tab
@@ -37,6 +38,8 @@ Action = Callable[[Tab], Awaitable[str | Outcome]]
 SnapshotMode = Literal["full", "diff", "none"]
 _MAX_CONSOLE_IN_RESULT = 5
 _SETTLE_SECONDS = 3.0
+_SHOWN_URL_CHARS = 2_000
+_SHOWN_ERROR_CHARS = 250  # of Playwright's first line, which often repeats the URL
 # How long a page may take to answer a trivial question before it counts as stuck.
 _PROBE_SECONDS = 1.0
 _CLOSED_MARKERS = (
@@ -126,7 +129,7 @@ class Runner:
             "blank tab. Its refs are gone; open another page with browser_navigate, or this one again only if "
             "you expect it to behave now."
         )
-        result = report.result([note], [f"- URL of the closed tab: {url}"])
+        result = report.result([note], [f"- URL of the closed tab: {shorten(url, _SHOWN_URL_CHARS)}"])
         result.is_error = True
         return result
 
@@ -161,7 +164,7 @@ class Runner:
             session.tab_crashed = False
         # A page under an open alert cannot answer for its title.
         title = "(unavailable while a dialog is open)" if tab.dialog else await _title(tab)
-        lines = [f"- URL: {tab.page.url}", f"- Title: {title}"]
+        lines = [f"- URL: {shorten(tab.page.url, _SHOWN_URL_CHARS)}", f"- Title: {shorten(title, _SHOWN_URL_CHARS)}"]
         if len(session.tabs) > 1:
             lines.append("- Open tabs:")
             lines.extend(await tab_lines(session))
@@ -211,7 +214,7 @@ async def tab_lines(session: Session) -> list[str]:
     lines: list[str] = []
     for index, (tab, title) in enumerate(zip(tabs, titles, strict=True)):
         marker = " (current)" if tab is session.current else ""
-        lines.append(f"  - {index}:{marker} [{title}]({tab.page.url})")
+        lines.append(f"  - {index}:{marker} [{shorten(title)}]({shorten(tab.page.url)})")
     return lines
 
 
@@ -231,7 +234,7 @@ async def answers(tab: Tab) -> bool:
 def translate(exc: PlaywrightError) -> ToolError:
     """Turn a Playwright failure into one sentence the model can act on."""
     message = exc.message.strip()
-    first = message.splitlines()[0] if message else type(exc).__name__
+    first = shorten(message.splitlines()[0], _SHOWN_ERROR_CHARS) if message else type(exc).__name__
     if "Target crashed" in message:
         hint = "The page crashed: the next browser call replaces this tab, so navigate again."
     elif "Invalid frame in aria-ref" in message or ("aria-ref" in message and "resolved to" not in message):

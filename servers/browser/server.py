@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 
 from mcp.server.mcpserver import MCPServer
 
+from hermitcrab.servers._common.server import GuardedServer
+
 from . import inspection, interaction, navigation
 from .config import BrowserConfig
 from .runner import Runner
@@ -34,7 +36,7 @@ def build_server(config: BrowserConfig | None = None, *, session: Session | None
             if owned:
                 await browser.close(stop=True)
 
-    server = MCPServer("hermitcrab-browser", instructions=INSTRUCTIONS, lifespan=lifespan)
+    server = GuardedServer("hermitcrab-browser", instructions=INSTRUCTIONS, lifespan=lifespan)
     runner = Runner(browser)
     navigation.register(server, runner)
     interaction.register(server, runner)

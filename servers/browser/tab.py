@@ -16,6 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from playwright.async_api import ConsoleMessage, Dialog, Download, FileChooser, Frame, Locator, Page, Request
 from playwright.async_api import Error as PlaywrightError
 
+from .limits import shorten
 from .outputs import output_path
 from .snapshot import Snapshot
 
@@ -93,7 +94,7 @@ class Tab:
     def locator(self, ref: str, element: str | None = None) -> Locator:
         """The element behind `ref`, provided the model saw that ref in this tab's latest snapshot."""
         if self.snapshot is None or ref not in self.snapshot.refs:
-            what = f" ({element})" if element else ""
+            what = f" ({shorten(element)})" if element else ""
             raise ToolError(
                 f"Ref {ref}{what} is not in the latest snapshot of this tab (the page changed or the ref is wrong): "
                 "take a new snapshot with browser_snapshot and use a ref from it."

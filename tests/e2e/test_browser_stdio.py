@@ -28,7 +28,17 @@ def site(tmp_path: Path) -> Iterator[str]:
 async def test_browser_over_stdio(site: str, tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "hermitcrab.servers.browser", "--isolated", "--state", str(tmp_path / "state")],
+        args=[
+            "-m",
+            "hermitcrab.servers.browser",
+            "--isolated",
+            "--state",
+            str(tmp_path / "state"),
+            "--call-timeout",
+            "20",
+            "--log-level",
+            "warning",
+        ],
     )
     async with Client(params) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}

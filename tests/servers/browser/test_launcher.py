@@ -73,6 +73,11 @@ def test_call_timeout_flag_bounds_the_page_timeouts() -> None:
             parse_args(["--call-timeout", wrong])
 
 
+def test_log_level_is_warning_unless_asked() -> None:
+    assert parse_args([]).log_level == "WARNING"
+    assert parse_args(["--log-level", "info"]).log_level == "INFO"
+
+
 def test_profile_and_isolated_exclude_each_other(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--isolated", "--profile", str(tmp_path)])

@@ -47,7 +47,11 @@ def test_normalize_url() -> None:
     policy = OriginPolicy(blocked=("blocked.example",))
     assert normalize_url("example.com", policy) == "https://example.com"
     assert normalize_url("localhost:8000/x", policy) == "http://localhost:8000/x"
-    with pytest.raises(ToolError, match="file: URLs"):
+    assert normalize_url("intranet:8080", policy) == "https://intranet:8080"
+    with pytest.raises(ToolError, match="uses the file: scheme"):
         normalize_url("file:///etc/passwd", policy)
+    for url in ("javascript:alert(1)", "tel:123", "mailto:a@b.c", "chrome://crash", "view-source:https://a.b"):
+        with pytest.raises(ToolError, match=f"uses the {url.split(':')[0]}: scheme"):
+            normalize_url(url, policy)
     with pytest.raises(ToolError, match="outside the origins"):
         normalize_url("https://blocked.example/", policy)

@@ -101,6 +101,8 @@ async def test_evaluate_when_enabled(client: Client, site: str) -> None:
         "browser_evaluate", {"function": "(button) => button.textContent", "ref": ref_of(page, 'button "Press me"')}
     )
     assert '- Result: "Press me"' in text_of(pressed)
+    huge = await client.call_tool("browser_evaluate", {"function": "() => 1" + " " * 1_000_000})
+    assert huge.is_error and "`function` is too long (1,000,007 characters; the limit is 100,000)" in text_of(huge)
     thrown = text_of(await client.call_tool("browser_evaluate", {"function": "() => { throw new Error('nope') }"}))
     assert "The function threw an error" in thrown
     assert "- Error: Page.evaluate: Error: nope" in thrown.split("<<<page-content-")[1]  # inside the untrusted fence
