@@ -1,0 +1,53 @@
+"""`hermitcrab-cron`: serve the cron tools over stdio (default) or streamable HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from contextlib import suppress
+from pathlib import Path
+
+from hermitcrab.servers._common.paths import default_paths
+from hermitcrab.servers._common.serve import add_log_level, serve
+
+from .server import DEFAULT_GRACE_S, build_server
+from .store import StoreUnreadable
+
+
+def parser() -> argparse.ArgumentParser:
+    _, state = default_paths("cron", os.environ)
+    p = argparse.ArgumentParser(
+        prog="hermitcrab-cron",
+        description="MCP server: scheduled jobs (at, every, cron with time zones) whose firings wait on the "
+        "cron://events resource until acknowledged.",
+    )
+    p.add_argument(
+        "--state", type=Path, metavar="DIR", help=f"where the job store and run history live (default {state})"
+    )
+    p.add_argument(
+        "--grace-s",
+        type=float,
+        default=DEFAULT_GRACE_S,
+        metavar="N",
+        help="after downtime, an overdue job runs once if its run is at most N seconds late, else it is recorded "
+        "as missed (default %(default)s: 12 hours)",
+    )
+    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    add_log_level(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    _, state = default_paths("cron", os.environ)
+    try:
+        server = build_server(args.state or state, grace_s=args.grace_s)
+    except StoreUnreadable as exc:
+        sys.exit(f"hermitcrab-cron: {exc}")
+    with suppress(KeyboardInterrupt):
+        serve(server, args.http, args.log_level)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,360 @@
+"""Firing: APScheduler says when, the store records each run before anyone is told, overdue jobs are caught up once.
+
+Only the process holding the scheduler lock fires; any other one on the same store serves reads and edits, follows
+the file, and takes over when the lock comes free. Ticks are committed in batches (one store write for every job
+due at the same moment), and a tick at or before a job's `cursor` is dropped, so no run is ever recorded twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, TypeVar
+
+import anyio
+import httpx
+from apscheduler.executors.base import BaseExecutor
+from apscheduler.job import Job as SchedulerJob
+from apscheduler.jobstores.base import JobLookupError
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.base import BaseTrigger
+
+from . import webhook
+from .events import Item, Notifier, job_item, run_id
+from .jobs import AtSchedule, Job, LastRun
+from .runs import RunLog
+from .schedule import in_words
+from .store import Outgoing, SchedulerLock, State, Store
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+Reason = Literal["schedule", "catch-up", "missed", "manual"]
+_MICRO = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class Tick:
+    """A run owed to a job: `scheduled_at` is the tick's own time; `until` moves the cursor past skipped ticks."""
+
+    job_id: str
+    scheduled_at: datetime
+    reason: Reason
+    until: datetime | None = None
+
+
+@dataclass
+class _Written:
+    records: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    items: list[Item] = field(default_factory=list[Item])
+    jobs_changed: bool = False
+
+
+def next_after(trigger: BaseTrigger, moment: datetime) -> datetime | None:
+    """The trigger's first fire time strictly after `moment` (grid-aligned for intervals, whatever `moment` is)."""
+    fire: datetime | None = trigger.get_next_fire_time(None, moment + _MICRO)  # pyright: ignore[reportUnknownMemberType]
+    return fire if fire is not None and fire > moment else None
+
+
+def next_run(job: Job) -> datetime | None:
+    """When the job fires next: its first tick not yet handled (in the past when it is overdue)."""
+    return next_after(job.trigger(), job.cursor or job.since) if job.enabled else None
+
+
+class _Handoff(BaseExecutor):
+    """An APScheduler executor that hands each due job to the engine instead of calling a function."""
+
+    def __init__(self, sink: Callable[[Tick], None]) -> None:
+        super().__init__()
+        self._sink = sink
+
+    def submit_job(self, job: SchedulerJob, run_times: list[datetime]) -> None:
+        self._sink(Tick(str(job.id), run_times[-1], "schedule"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+
+    def _do_submit_job(self, job: SchedulerJob, run_times: list[datetime]) -> None:
+        self.submit_job(job, run_times)
+
+
+def _fired_by_the_executor() -> None:
+    """Never called: `_Handoff` takes the tick instead."""
+
+
+class Engine:
+    """The store, the scheduler (while this process holds the lock), the commit loop and webhook delivery."""
+
+    def __init__(
+        self,
+        store: Store,
+        runs: RunLog,
+        notifier: Notifier,
+        grace_s: float,
+        backoff: Sequence[float] = webhook.BACKOFF_S,
+        poll_s: float = 1.0,
+    ) -> None:
+        self.store, self.runs, self.notifier = store, runs, notifier
+        self.grace = timedelta(seconds=grace_s)
+        self.backoff = tuple(backoff)
+        self.poll_s = poll_s
+        self.lock = SchedulerLock(store.directory)
+        self.scheduler: AsyncIOScheduler | None = None
+        self._planned: dict[str, str] = {}
+        self._ticks_in, self._ticks_out = anyio.create_memory_object_stream[Tick](math.inf)
+        self._known_events = {item.id for item in store.state.events}
+        self._outbox_wake = anyio.Event()
+
+    @property
+    def firing(self) -> bool:
+        return self.scheduler is not None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Engine]:
+        """Fire (or stand by) until the context exits."""
+        async with webhook.client() as http, anyio.create_task_group() as group:
+            self._take_over_if_free()
+            group.start_soon(self._commit_forever)
+            group.start_soon(self._watch_forever)
+            group.start_soon(self._deliver_forever, http)
+            try:
+                yield self
+            finally:
+                group.cancel_scope.cancel()
+                if self.scheduler is not None:
+                    self.scheduler.shutdown(wait=False)  # pyright: ignore[reportUnknownMemberType]
+                    self.scheduler = None
+                self.lock.release()
+
+    async def current(self) -> State:
+        """The newest state, after catching up with another process's writes."""
+        if self.store.refresh():
+            await self._settle()
+        return self.store.state
+
+    async def edit(self, change: Callable[[State], T]) -> T:
+        """Apply a tool's change to the store, then reschedule and tell listeners what it added."""
+        result = self.store.transact(change)
+        await self._settle()
+        return result
+
+    async def run_now(self, tick: Tick) -> list[Item]:
+        """Commit one tick at once (cron_run); the items it produced."""
+        return await self._commit([tick])
+
+    def next_in_words(self, job: Job, now: datetime) -> tuple[datetime | None, str | None]:
+        moment = next_run(job)
+        if moment is None:
+            return None, None
+        if moment <= now:
+            return moment, "due now (overdue; runs as soon as the scheduler is up)"
+        return moment.astimezone(job.trigger().timezone), in_words(moment, job.schedule.tz, now)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+
+    def _take_over_if_free(self) -> None:
+        if self.scheduler is not None or not self.lock.try_acquire():
+            return
+        scheduler = AsyncIOScheduler(
+            timezone=UTC,
+            executors={"default": _Handoff(self._ticks_in.send_nowait)},
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
+        )
+        scheduler.start()  # pyright: ignore[reportUnknownMemberType]
+        self.scheduler, self._planned = scheduler, {}
+        logger.info("holding the scheduler lock of %s: firing jobs", self.store.directory)
+        self._reconcile(datetime.now(UTC))
+        self._outbox_wake.set()
+
+    def _reconcile(self, now: datetime) -> None:
+        """Make the scheduler match the store: new, changed and re-enabled jobs planned again, removed ones dropped."""
+        if self.scheduler is None:
+            return
+        jobs = self.store.state.jobs
+        for job_id in set(self._planned) - set(jobs):
+            self._unplan(job_id)
+        for job in jobs.values():
+            signature = json.dumps([job.schedule.model_dump(mode="json"), job.enabled, job.since.isoformat()])
+            if self._planned.get(job.id) != signature:
+                self._unplan(job.id)
+                self._planned[job.id] = signature
+                if job.enabled:
+                    self._plan(job, now)
+
+    def _unplan(self, job_id: str) -> None:
+        self._planned.pop(job_id, None)
+        if self.scheduler is not None:
+            with suppress(JobLookupError):  # a one-shot job APScheduler already dropped
+                self.scheduler.remove_job(job_id)  # pyright: ignore[reportUnknownMemberType]
+
+    def _plan(self, job: Job, now: datetime) -> None:
+        """Add `job` to the scheduler; a tick missed while nobody fired is owed once, if within the grace period."""
+        assert self.scheduler is not None
+        trigger = job.trigger()
+        anchor = job.cursor or job.since
+        pending = next_after(trigger, anchor)
+        if pending is not None and pending <= now:
+            recent = next_after(trigger, max(anchor, now - self.grace - _MICRO))
+            if recent is not None and recent <= now:
+                self._ticks_in.send_nowait(Tick(job.id, recent, "catch-up", until=now))
+            else:
+                self._ticks_in.send_nowait(Tick(job.id, pending, "missed", until=now))
+            pending = next_after(trigger, now)
+        if pending is not None:
+            self.scheduler.add_job(  # pyright: ignore[reportUnknownMemberType]
+                _fired_by_the_executor, trigger=trigger, id=job.id, name=job.name, next_run_time=pending
+            )
+
+    async def _settle(self) -> None:
+        """After the store changed: reschedule, tell listeners about new items, wake webhook delivery."""
+        self._reconcile(datetime.now(UTC))
+        state = self.store.state
+        ids = {item.id for item in state.events}
+        fresh = ids - self._known_events
+        self._known_events = ids
+        if fresh:
+            await self.notifier.changed()
+        if state.outbox:
+            self._outbox_wake.set()
+
+    async def _commit_forever(self) -> None:
+        async for tick in self._ticks_out:
+            batch = [tick]
+            while True:
+                try:
+                    batch.append(self._ticks_out.receive_nowait())
+                except anyio.WouldBlock:
+                    break
+            await self._commit(batch)
+
+    async def _commit(self, batch: list[Tick]) -> list[Item]:
+        now = datetime.now(UTC)
+        written = self.store.transact(lambda state: self._apply_all(state, batch, now))
+        await anyio.to_thread.run_sync(self.runs.append, written.records)
+        if written.jobs_changed:
+            self._reconcile(now)
+        waiting = {event.id for event in self.store.state.events}
+        queued = [item for item in written.items if item.id in waiting]
+        if queued:
+            self._known_events.update(item.id for item in queued)
+            await self.notifier.changed()
+        if len(queued) < len(written.items):
+            self._outbox_wake.set()
+        return written.items
+
+    def _apply_all(self, state: State, batch: list[Tick], now: datetime) -> _Written:
+        written = _Written()
+        for tick in batch:
+            job = state.jobs.get(tick.job_id)
+            if job is not None and (job.enabled or tick.reason == "manual"):
+                self._apply(state, job, tick, now, written)
+        return written
+
+    def _apply(self, state: State, job: Job, tick: Tick, now: datetime, written: _Written) -> None:
+        """Record one run in `state`: the cursor moves first, so the same tick can never be recorded again."""
+        manual = tick.reason == "manual"
+        record: dict[str, Any] = {
+            "at": now.isoformat(),
+            "job_id": job.id,
+            "run_id": run_id(tick.scheduled_at, manual),
+            "scheduled_at": tick.scheduled_at.isoformat(),
+            "trigger": tick.reason,
+            "late_s": round((now - tick.scheduled_at).total_seconds(), 3),
+        }
+        if not manual:
+            if job.cursor is not None and tick.scheduled_at <= job.cursor:
+                return
+            job.cursor = max(tick.scheduled_at, tick.until or tick.scheduled_at)
+            if tick.reason == "missed" or (tick.reason == "schedule" and now - tick.scheduled_at > self.grace):
+                detail = f"more than {self.grace} late (was the server running?)"
+                _note(job, record | {"status": "missed", "detail": detail}, tick, now, written)
+                written.jobs_changed |= _finish_one_shot(state, job)
+                return
+        item = job_item(job, tick.scheduled_at, now, manual)
+        if job.delivery.mode == "webhook" and job.delivery.url is not None:
+            state.outbox.append(Outgoing(item=item, url=job.delivery.url, next_attempt_at=now))
+            status = "sending"
+        else:
+            state.events.append(item)
+            status = "queued"
+        _note(job, record | {"status": status, "event_id": item.id}, tick, now, written)
+        written.items.append(item)
+        if not manual:
+            written.jobs_changed |= _finish_one_shot(state, job)
+
+    async def _watch_forever(self) -> None:
+        """Follow the store file (edits by another process) and take over firing when the lock comes free."""
+        while True:
+            await anyio.sleep(self.poll_s)
+            self._take_over_if_free()
+            if self.store.refresh():
+                await self._settle()
+
+    async def _deliver_forever(self, http: httpx.AsyncClient) -> None:
+        while True:
+            self._outbox_wake = anyio.Event()
+            wait = await self._deliver_due(http) if self.firing else math.inf
+            with anyio.move_on_after(wait):
+                await self._outbox_wake.wait()
+
+    async def _deliver_due(self, http: httpx.AsyncClient) -> float:
+        """POST every item whose time has come; seconds until the next one is due."""
+        now = datetime.now(UTC)
+        due = [outgoing for outgoing in self.store.state.outbox if outgoing.next_attempt_at <= now]
+        outcomes: dict[str, str | None] = {}
+
+        async def send(outgoing: Outgoing) -> None:
+            outcomes[outgoing.item.id] = await webhook.post(http, outgoing.url, outgoing.item)
+
+        async with anyio.create_task_group() as group:
+            for outgoing in due:
+                group.start_soon(send, outgoing)
+        if outcomes:
+            records = self.store.transact(lambda state: self._delivered(state, outcomes, datetime.now(UTC)))
+            await anyio.to_thread.run_sync(self.runs.append, records)
+        waits = [(outgoing.next_attempt_at - datetime.now(UTC)).total_seconds() for outgoing in self.store.state.outbox]
+        return max(0.0, min(waits)) if waits else math.inf
+
+    def _delivered(self, state: State, outcomes: dict[str, str | None], now: datetime) -> list[dict[str, Any]]:
+        records: list[dict[str, Any]] = []
+        for outgoing in list(state.outbox):
+            if outgoing.item.id not in outcomes:
+                continue
+            error = outcomes[outgoing.item.id]
+            outgoing.attempts += 1
+            record: dict[str, Any] = {
+                "at": now.isoformat(),
+                "job_id": outgoing.item.job_id,
+                "run_id": outgoing.item.id.partition(":")[2],
+                "event_id": outgoing.item.id,
+                "attempt": outgoing.attempts,
+            }
+            delay = None if error is None else webhook.retry_delay(outgoing.attempts, self.backoff)
+            if error is None or delay is None:
+                state.outbox.remove(outgoing)
+                status = "sent" if error is None else "failed"
+            else:
+                outgoing.next_attempt_at = now + timedelta(seconds=delay)
+                status = "retrying"
+                record["next_attempt_at"] = outgoing.next_attempt_at.isoformat()
+            records.append(record | {"status": status} | ({"detail": error} if error else {}))
+            job = state.jobs.get(outgoing.item.job_id or "")
+            if job is not None and job.last_run is not None and outgoing.item.id.endswith(job.last_run.run_id):
+                job.last_run.status = status
+        return records
+
+
+def _note(job: Job, record: dict[str, Any], tick: Tick, now: datetime, written: _Written) -> None:
+    status = record["status"]
+    job.last_run = LastRun(run_id=record["run_id"], scheduled_at=tick.scheduled_at, fired_at=now, status=status)
+    written.records.append(record)
+
+
+def _finish_one_shot(state: State, job: Job) -> bool:
+    """An `at` job has fired (or been missed): remove it if asked, else keep it disabled. True if it changed."""
+    if not isinstance(job.schedule, AtSchedule):
+        return False
+    if job.delete_after_run:
+        del state.jobs[job.id]
+    else:
+        job.enabled = False
+    return True

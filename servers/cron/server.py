@@ -1,0 +1,293 @@
+"""The cron MCP server: jobs in, `cron://events` items out, acknowledged with cron_ack."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus
+from pydantic import BaseModel, Field, ValidationError
+
+from hermitcrab.servers._common.arguments import describe_invalid
+from hermitcrab.servers._common.server import GuardedServer
+
+from . import webhook
+from .engine import Engine, Tick, next_after
+from .events import EVENTS_URI, Item, Notifier, render, wake_item
+from .jobs import MAX_TEXT_CHARS, Job, JobPatch, JobSpec, LastRun, Schedule, Session, check_future, new_id
+from .runs import RunLog
+from .store import State, Store
+
+DEFAULT_GRACE_S = 12 * 3600
+INSTRUCTIONS = (
+    "Scheduled jobs: reminders, daily summaries, periodic checks. A job fires on its schedule (once `at` a time, "
+    "`every` N seconds, or by a `cron` expression in a time zone) and leaves an item on the resource cron://events "
+    "(JSON: items plus how to acknowledge them); hosts that listen are notified. Acknowledge handled items with "
+    "cron_ack. Always give cron schedules the user's time zone."
+)
+JobId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,39}$", description="A job's id, as cron_list shows it.")]
+
+
+class JobView(BaseModel):
+    id: str
+    name: str
+    schedule: dict[str, Any]
+    payload: dict[str, Any]
+    delivery: dict[str, Any]
+    session_target: Session
+    enabled: bool
+    delete_after_run: bool
+    next_run: str | None = Field(description="ISO 8601 in the job's own time zone; null when it will not run again.")
+    next_run_in_words: str | None = Field(description='E.g. "in 3 hours, Tue 09:00 Europe/Berlin".')
+    last_run: LastRun | None
+
+
+class JobList(BaseModel):
+    jobs: list[JobView]
+
+
+class Status(BaseModel):
+    role: Literal["scheduler", "standby"]
+    detail: str
+    state_dir: str
+    jobs: int
+    enabled_jobs: int
+    pending_events: int = Field(description="Items on cron://events not yet acknowledged.")
+    pending_webhooks: int = Field(description="Webhook deliveries waiting for their next try.")
+    next_run: str | None = Field(description="The soonest next run of any job, in words.")
+    grace_s: float = Field(description="How late an overdue run may still be caught up after downtime.")
+    warnings: list[str]
+
+
+class Ran(BaseModel):
+    ran: bool
+    event_ids: list[str]
+    note: str | None = None
+
+
+class Runs(BaseModel):
+    runs: list[dict[str, Any]] = Field(description="Newest first: queued, sent, retrying, failed, missed, acked.")
+
+
+class Removed(BaseModel):
+    removed: str
+
+
+class Woken(BaseModel):
+    event_id: str
+
+
+class Acked(BaseModel):
+    removed: int = Field(description="How many of the given ids were waiting (unknown ids are ignored).")
+    remaining: int
+
+
+def build_server(
+    state: Path,
+    grace_s: float = DEFAULT_GRACE_S,
+    backoff: Sequence[float] = webhook.BACKOFF_S,
+    poll_s: float = 1.0,
+) -> MCPServer:
+    """The cron server keeping its store in `state`; `backoff` is the webhook retry schedule in seconds."""
+    store = Store(state)
+    bus = InMemorySubscriptionBus()
+    engine = Engine(store, RunLog(state), Notifier(bus), grace_s, backoff, poll_s)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncGenerator[None]:
+        async with engine.running():
+            yield
+
+    server = GuardedServer("hermitcrab-cron", instructions=INSTRUCTIONS, lifespan=lifespan, subscriptions=bus)
+    engine.notifier.install(server)
+
+    def view(job: Job, now: datetime) -> JobView:
+        moment, words = engine.next_in_words(job, now)
+        data = job.model_dump(mode="json", include={"id", "name", "schedule", "payload", "delivery"}, exclude_none=True)
+        return JobView(
+            **data,
+            session_target=job.session,
+            enabled=job.enabled,
+            delete_after_run=job.delete_after_run,
+            next_run=moment.isoformat() if moment else None,
+            next_run_in_words=words,
+            last_run=job.last_run,
+        )
+
+    @server.tool()
+    async def cron_status() -> Status:
+        """Whether this server fires jobs or stands by, how many jobs and unacknowledged items there are."""
+        current = await engine.current()
+        now = datetime.now(UTC)
+        if engine.firing:
+            detail = "this process holds the scheduler lock and fires the jobs"
+        else:
+            detail = (
+                f"another hermitcrab-cron process (pid {engine.lock.owner() or 'unknown'}) fires the jobs of this "
+                "store; this one serves reads and edits without firing and takes over when that one exits"
+            )
+        upcoming = [(moment, job) for job in current.jobs.values() if (moment := next_after_now(job, now))]
+        soonest = min(upcoming, key=lambda pair: pair[0], default=None)
+        return Status(
+            role="scheduler" if engine.firing else "standby",
+            detail=detail,
+            state_dir=str(store.directory),
+            jobs=len(current.jobs),
+            enabled_jobs=sum(job.enabled for job in current.jobs.values()),
+            pending_events=len(current.events),
+            pending_webhooks=len(current.outbox),
+            next_run=f"{soonest[1].name}: {engine.next_in_words(soonest[1], now)[1]}" if soonest else None,
+            grace_s=grace_s,
+            warnings=store.warnings,
+        )
+
+    @server.tool()
+    async def cron_list(
+        include_disabled: Annotated[bool, Field(description="Also list disabled jobs (and fired one-shots).")] = False,
+    ) -> JobList:
+        """The jobs, soonest first, each with its next run in its own time zone and in words."""
+        current = await engine.current()
+        now = datetime.now(UTC)
+        jobs = [view(job, now) for job in current.jobs.values() if job.enabled or include_disabled]
+        jobs.sort(key=lambda job: (job.next_run is None, job.next_run or "", job.name))
+        return JobList(jobs=jobs)
+
+    @server.tool()
+    async def cron_add(job: JobSpec) -> JobView:
+        """Add a job. Examples of `schedule`: {"kind": "at", "at": "2026-12-01T09:00:00+01:00"},
+        {"kind": "every", "every_seconds": 1800}, {"kind": "cron", "expr": "0 9 * * 1-5", "tz": "Europe/Berlin"}.
+        `payload` {"kind": "system_event", "text": ...} goes to the main session; {"kind": "agent_turn",
+        "message": ...} runs in an isolated session. `delivery` (default announce) says where the reply goes.
+        """
+        now = datetime.now(UTC)
+        refuse_past("cron_add", "job", job.schedule, now)
+
+        def add(state: State) -> Job:
+            stored = Job.model_validate(
+                {**job.model_dump(), "id": new_id(job.name, state.jobs), "created_at": now, "since": now}
+            )
+            state.jobs[stored.id] = stored
+            return stored
+
+        return view(await engine.edit(add), now)
+
+    @server.tool()
+    async def cron_update(job_id: JobId, patch: JobPatch) -> JobView:
+        """Change a job: each field given in `patch` replaces the job's (a new schedule starts from now)."""
+        now = datetime.now(UTC)
+        if patch.schedule is not None:
+            refuse_past("cron_update", "patch", patch.schedule, now)
+
+        def update(state: State) -> Job:
+            try:
+                changed = existing(state, job_id).patched(patch, now)
+            except ValidationError as exc:
+                raise ToolError(describe_invalid("cron_update", exc)) from exc
+            state.jobs[job_id] = changed
+            return changed
+
+        return view(await engine.edit(update), now)
+
+    @server.tool()
+    async def cron_remove(job_id: JobId) -> Removed:
+        """Remove a job for good (its run history stays readable with cron_runs)."""
+
+        def remove(state: State) -> Removed:
+            del state.jobs[existing(state, job_id).id]
+            return Removed(removed=job_id)
+
+        return await engine.edit(remove)
+
+    @server.tool()
+    async def cron_run(
+        job_id: JobId,
+        mode: Annotated[
+            Literal["force", "due"],
+            Field(description="force: run now whatever its schedule; due: only if a run is owed now."),
+        ] = "force",
+    ) -> Ran:
+        """Run a job now, as if it had fired: its item goes to cron://events (or its webhook)."""
+        now = datetime.now(UTC)
+        job = existing(await engine.current(), job_id)
+        if mode == "force":
+            items = await engine.run_now(Tick(job.id, now, "manual"))
+            return Ran(ran=True, event_ids=[item.id for item in items])
+        owed = next_after(job.trigger(), job.cursor or job.since) if job.enabled else None
+        if owed is None or owed > now:
+            _, words = engine.next_in_words(job, now)
+            return Ran(ran=False, event_ids=[], note=f"not due: next run {words or 'never (disabled or finished)'}")
+        items = await engine.run_now(Tick(job.id, owed, "catch-up", until=now))
+        return Ran(ran=bool(items), event_ids=[item.id for item in items], note=None if items else "already ran")
+
+    @server.tool()
+    async def cron_runs(
+        job_id: JobId | None = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="How many records, newest first.")] = 20,
+    ) -> Runs:
+        """What fired and what became of it: queued on cron://events, acked, sent to a webhook, retried, missed."""
+        return Runs(runs=engine.runs.read(job_id, limit))
+
+    @server.tool()
+    async def cron_wake(
+        text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="What the agent is told.")],
+    ) -> Woken:
+        """Put a system event for the main session on cron://events now (no job needed)."""
+        item = wake_item(text, datetime.now(UTC))
+        await engine.edit(lambda state: state.events.append(item))
+        return Woken(event_id=item.id)
+
+    @server.tool()
+    async def cron_ack(
+        event_ids: Annotated[
+            list[Annotated[str, Field(max_length=200)]],
+            Field(max_length=10_000, description="Ids of cron://events items that were handled."),
+        ],
+    ) -> Acked:
+        """Remove handled items from cron://events. Unknown ids (already acknowledged) are ignored."""
+        now = datetime.now(UTC).isoformat()
+        wanted = set(event_ids)
+
+        def ack(state: State) -> list[Item]:
+            gone = [item for item in state.events if item.id in wanted]
+            state.events = [item for item in state.events if item.id not in wanted]
+            return gone
+
+        gone = await engine.edit(ack)
+        engine.runs.append(
+            [
+                {"at": now, "job_id": item.job_id, "event_id": item.id, "status": "acked"}
+                for item in gone
+                if item.job_id is not None
+            ]
+        )
+        return Acked(removed=len(gone), remaining=len(store.state.events))
+
+    @server.resource(EVENTS_URI, name="events", mime_type="application/json")
+    async def events() -> str:
+        """Items fired jobs and cron_wake left for the host, until acknowledged with cron_ack (see docs/cron.md)."""
+        return render((await engine.current()).events)
+
+    return server
+
+
+def existing(state: State, job_id: str) -> Job:
+    job = state.jobs.get(job_id)
+    if job is None:
+        raise ToolError(f"There is no job {job_id!r}; cron_list shows the ids of the jobs there are.")
+    return job
+
+
+def next_after_now(job: Job, now: datetime) -> datetime | None:
+    return next_after(job.trigger(), max(job.cursor or job.since, now)) if job.enabled else None
+
+
+def refuse_past(tool: str, argument: str, schedule: Schedule, now: datetime) -> None:
+    try:
+        check_future(schedule, now)
+    except ValueError as exc:
+        raise ToolError(f"Invalid arguments for {tool}: `{argument}.schedule.at` {exc}; give a future time.") from exc
