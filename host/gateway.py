@@ -115,6 +115,10 @@ class Gateway:
         self._pending[event.session_key] = self._pending.get(event.session_key, 0) + 1
         await queue.send(event)
 
+    def add_channel(self, channel: Channel) -> None:
+        """Plug in a channel that needs the gateway to exist first (it submits events to it)."""
+        self.channels[channel.name] = channel
+
     def pending(self, session_key: str) -> int:
         """Events of this session queued or running."""
         return self._pending.get(session_key, 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from importlib.resources import files
 from pathlib import Path
 
@@ -35,6 +36,7 @@ def init() -> None:
     if config.exists():
         console.print(f"[dim]kept[/dim]    {config}")
     else:
+        config.touch(mode=0o600)  # it holds the webhook token
         config.write_text(render_config(home), encoding="utf-8")
         console.print(f"[green]created[/green] {config}")
     console.print(
@@ -51,7 +53,7 @@ def render_config(home: Path) -> str:
         blocks.append(
             f"[mcpServers.{name}]\ncommand = {json.dumps(entry['command'])}\nargs = {json.dumps(entry['args'])}\n"
         )
-    return template.replace("{servers}", "\n".join(blocks))
+    return template.replace("{servers}", "\n".join(blocks)).replace("{webhook_token}", secrets.token_urlsafe(24))
 
 
 def register(app: typer.Typer) -> None:

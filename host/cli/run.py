@@ -14,7 +14,7 @@ from hermitcrab.channels.webhook import WebhookChannel
 
 from ..agent import Agent
 from ..config import Settings, load_settings
-from ..events import Channel, Target
+from ..events import Target
 from ..gateway import Gateway
 from ..heartbeat import Heartbeat
 from ..last_target import LastTarget
@@ -37,14 +37,13 @@ def run(mcp_config: McpConfigOption = None, verbose: VerboseOption = False) -> N
 
 async def serve(settings: Settings) -> None:
     async with open_agent(settings) as agent:
-        channels: dict[str, Channel] = {}
         last = LastTarget(settings.state / "last_target.json")
-        gateway = Gateway(agent, channels, ask_timeout_s=settings.agent.ask_timeout_s, last_target=last)
+        gateway = Gateway(agent, {}, ask_timeout_s=settings.agent.ask_timeout_s, last_target=last)
 
         def fallback() -> Target | None:
             """The user's last conversation, when its channel runs in this process."""
             target = last.get()
-            return target if target is not None and target.channel in channels else None
+            return target if target is not None and target.channel in gateway.channels else None
 
         heartbeat = Heartbeat(
             settings.heartbeat,
@@ -58,7 +57,7 @@ async def serve(settings: Settings) -> None:
         async with anyio.create_task_group() as group:
             await group.start(gateway.serve)
             if webhook is not None:
-                channels[webhook.name] = webhook
+                gateway.add_channel(webhook)
                 await group.start(webhook.serve, settings.webhook.host, settings.webhook.port)
             if agent.pool is not None and agent.server_events is not None:
                 group.start_soon(relay_server_events, agent.server_events, agent.pool, gateway.submit, fallback)

@@ -40,23 +40,30 @@ def hermitcrab(hermitcrab_home: Path, llm: FakeLLM) -> Callable[..., subprocess.
     """Run the real `hermitcrab` CLI in a subprocess, pointed at the scripted LLM."""
 
     def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        environ = {
-            **os.environ,
-            "HERMITCRAB_HOME": str(hermitcrab_home),
-            "HERMITCRAB_PROVIDER": "openai",
-            "HERMITCRAB_LLM_BASE_URL": llm.url,
-            "HERMITCRAB_LLM_API_KEY": "sk-test-secret",
-            "HERMITCRAB_MODEL": "fake-model",
-            "COLUMNS": "200",
-            **(env or {}),
-        }
         return subprocess.run(
-            [sys.executable, "-m", "hermitcrab.host.cli", *args],
+            [*CLI, *args],
             input=stdin,
             capture_output=True,
             text=True,
-            env=environ,
+            env=cli_env(hermitcrab_home, llm, env),
             timeout=60,
         )
 
     return run
+
+
+CLI = [sys.executable, "-m", "hermitcrab.host.cli"]
+
+
+def cli_env(home: Path, llm: FakeLLM, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a CLI process pointed at `home` and the scripted LLM."""
+    return {
+        **os.environ,
+        "HERMITCRAB_HOME": str(home),
+        "HERMITCRAB_PROVIDER": "openai",
+        "HERMITCRAB_LLM_BASE_URL": llm.url,
+        "HERMITCRAB_LLM_API_KEY": "sk-test-secret",
+        "HERMITCRAB_MODEL": "fake-model",
+        "COLUMNS": "200",
+        **(extra or {}),
+    }

@@ -26,8 +26,9 @@ TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
 MAIN = Target("test", "main")
 
 
-def kit(*seed: str) -> ServerConfig:
-    return ServerConfig("kit", command=sys.executable, args=(TEST_SERVER, *(f"--seed={text}" for text in seed)))
+def kit(queue_file: Path | None = None) -> ServerConfig:
+    flags = ("--queue-file", str(queue_file)) if queue_file else ()
+    return ServerConfig("kit", command=sys.executable, args=(TEST_SERVER, *flags))
 
 
 async def test_a_plain_text_resource_update_becomes_a_server_event_turn():
@@ -54,12 +55,12 @@ async def test_a_plain_text_resource_update_becomes_a_server_event_turn():
 
 @asynccontextmanager
 async def host(
-    tmp_path: Path, provider: ScriptedProvider, channel: RecordingChannel, *seed: str
+    tmp_path: Path, provider: ScriptedProvider, channel: RecordingChannel, queue_file: Path | None = None
 ) -> AsyncIterator[tuple[McpPool, Gateway]]:
     """A pool, gateway and relay wired as `hermitcrab run` wires them, the test channel as the last conversation."""
     send, receive = anyio.create_memory_object_stream[ServerEvent](100)
     settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings())
-    async with McpPool([kit(*seed)], on_event=send.send) as pool, anyio.create_task_group() as group:
+    async with McpPool([kit(queue_file)], on_event=send.send) as pool, anyio.create_task_group() as group:
         gateway = Gateway(
             Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")), {"test": channel}, ask_timeout_s=1
         )
@@ -101,11 +102,13 @@ async def test_each_item_runs_as_its_own_turn_is_delivered_and_only_then_acknowl
 async def test_items_waiting_when_the_host_connects_run_once(tmp_path: Path):
     provider = ScriptedProvider().say("Good morning!")
     channel = RecordingChannel()
-    async with host(tmp_path, provider, channel, "daily briefing") as (pool, _):
+    waiting = tmp_path / "queue.json"
+    waiting.write_text(json.dumps([{"id": "brief-1", "text": "daily briefing"}]))
+    async with host(tmp_path, provider, channel, waiting) as (pool, _):
         state = await wait_until_acked(pool, 1)
         await anyio.sleep(0.2)  # later reads of the queue must not run it again
 
-    assert state == {"waiting": [], "acked": ["seed-0"]}
+    assert state == {"waiting": [], "acked": ["brief-1"]} and json.loads(waiting.read_text()) == []
     assert len(provider.seen) == 1 and [text for _, text in channel.sent] == ["Good morning!"]
 
 

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -31,6 +32,7 @@ class Reply:
     body: dict[str, Any]
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
 
 
 @dataclass
@@ -39,6 +41,12 @@ class FakeLLM:
     script: list[Reply] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    delivered: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def sink_url(self) -> str:
+        """Where a webhook channel can deliver replies; they land in `delivered`."""
+        return self.url.removesuffix("/v1") + "/sink"
 
     def enqueue(self, *replies: Reply | dict[str, Any]) -> None:
         self.script.extend(r if isinstance(r, Reply) else Reply(r) for r in replies)
@@ -110,7 +118,12 @@ def _app(fake: FakeLLM) -> Starlette:
         if not fake.script:
             return JSONResponse({"error": {"message": "the fake LLM has no scripted reply left"}}, status_code=400)
         reply = fake.script.pop(0)
+        await anyio.sleep(reply.delay_s)
         return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
+
+    async def sink(request: Request) -> JSONResponse:
+        fake.delivered.append(await request.json())
+        return JSONResponse({"ok": True})
 
     async def models(request: Request) -> JSONResponse:
         return JSONResponse({"data": [{"id": "fake-model"}]})
@@ -120,6 +133,7 @@ def _app(fake: FakeLLM) -> Starlette:
             Route("/v1/chat/completions", answer, methods=["POST"]),
             Route("/v1/messages", answer, methods=["POST"]),
             Route("/v1/models", models),
+            Route("/sink", sink, methods=["POST"]),
         ]
     )
 

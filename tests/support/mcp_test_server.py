@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -27,12 +27,19 @@ def ask_approval(action: str) -> Elicit[Approval]:
     return Elicit(f"Allow {action}?", Approval)
 
 
-def build_server(name: str = "testkit", seed: Sequence[str] = ()) -> MCPServer:
+def build_server(name: str = "testkit", queue_file: Path | None = None) -> MCPServer:
     bus = InMemorySubscriptionBus()
     server = MCPServer(name, subscriptions=bus)
     inbox: list[str] = []
-    queue: dict[str, dict[str, Any]] = {f"seed-{n}": {"id": f"seed-{n}", "text": text} for n, text in enumerate(seed)}
+    queue: dict[str, dict[str, Any]] = {}
+    if queue_file is not None and queue_file.exists():
+        queue = {item["id"]: item for item in json.loads(queue_file.read_text())}
     acked: list[str] = []
+
+    def save() -> None:
+        if queue_file is not None:
+            queue_file.write_text(json.dumps(list(queue.values())))
+
     legacy_subscribers: list[ServerSession] = []
 
     async def subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
@@ -101,6 +108,7 @@ def build_server(name: str = "testkit", seed: Sequence[str] = ()) -> MCPServer:
     async def queue_push(item: dict[str, Any]) -> str:
         """Queue an item (at least `id` and `text`) and tell listeners."""
         queue[item["id"]] = item
+        save()
         await bus.publish(ResourceUpdated(uri="test://queue"))
         return "queued"
 
@@ -110,6 +118,7 @@ def build_server(name: str = "testkit", seed: Sequence[str] = ()) -> MCPServer:
         acked.extend(ids)
         for item_id in ids:
             queue.pop(item_id, None)
+        save()
         return f"acked {len(ids)}"
 
     @server.tool()
@@ -124,9 +133,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="testkit")
     parser.add_argument("--http-port", type=int, help="serve streamable HTTP on 127.0.0.1 instead of stdio")
-    parser.add_argument("--seed", action="append", default=[], help="an item waiting on test://queue at start")
+    parser.add_argument("--queue-file", type=Path, help="keep test://queue in this JSON file (a list of items)")
     args = parser.parse_args()
-    server = build_server(args.name, args.seed)
+    server = build_server(args.name, args.queue_file)
     if args.http_port:
         server.run("streamable-http", host="127.0.0.1", port=args.http_port)
     else:

@@ -1,0 +1,138 @@
+"""`hermitcrab run` end to end: a real host process, a real stdio MCP server with a durable queue, the scripted LLM,
+and replies delivered over HTTP by the webhook channel."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.fake_llm import FakeLLM, Reply, free_port, openai_text
+
+from .conftest import CLI, cli_env
+
+TEST_SERVER = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
+TOKEN = "run-test-token"
+
+
+@pytest.fixture
+def queue_file(tmp_path: Path) -> Path:
+    return tmp_path / "queue.json"
+
+
+@pytest.fixture
+def start(hermitcrab_home: Path, llm: FakeLLM, tmp_path: Path, queue_file: Path) -> Iterator[Callable[[], Host]]:
+    """Start `hermitcrab run` with the test server (its queue kept in `queue_file`) and a webhook endpoint."""
+    desktop = tmp_path / "desktop.json"
+    server = {"command": sys.executable, "args": [str(TEST_SERVER), "--name", "kit", "--queue-file", str(queue_file)]}
+    desktop.write_text(json.dumps({"mcpServers": {"kit": server}}))
+    started: list[Host] = []
+
+    def launch() -> Host:
+        host = Host(hermitcrab_home, llm, desktop, tmp_path / f"run-{len(started)}.log")
+        started.append(host)
+        return host
+
+    yield launch
+    for host in started:
+        host.process.kill()
+        host.process.wait(timeout=10)
+
+
+class Host:
+    def __init__(self, home: Path, llm: FakeLLM, desktop: Path, log: Path) -> None:
+        self.port = free_port()
+        self.log = log
+        env = cli_env(
+            home, llm, {"HERMITCRAB_WEBHOOK_LISTEN": f"127.0.0.1:{self.port}", "HERMITCRAB_WEBHOOK_TOKEN": TOKEN}
+        )
+        with log.open("w") as stderr:
+            self.process = subprocess.Popen([*CLI, "run", "--mcp-config", str(desktop)], stderr=stderr, env=env)
+        wait_for(lambda: "hermitcrab is running" in log.read_text(), f"the host did not start: {self.stderr}")
+
+    @property
+    def stderr(self) -> str:
+        return self.log.read_text()
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=20)
+
+
+def wait_for(condition: Callable[[], bool], message: str, timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, message
+        time.sleep(0.05)
+
+
+def remember_sink(home: Path, llm: FakeLLM) -> None:
+    """Make the scripted LLM's sink the user's last conversation, where announcements go."""
+    (home / "state").mkdir(exist_ok=True)
+    target = {"channel": "webhook", "conversation": llm.sink_url, "user": None}
+    (home / "state" / "last_target.json").write_text(json.dumps(target))
+
+
+def events_in_main(home: Path) -> list[str]:
+    index = json.loads((home / "state" / "sessions" / "sessions.json").read_text())
+    lines = (home / "state" / "sessions" / f"{index['main']['id']}.jsonl").read_text().splitlines()
+    return [entry["event_id"] for entry in map(json.loads, lines) if entry["kind"] == "event"]
+
+
+def test_a_waiting_item_is_run_announced_and_acknowledged_then_sigterm_exits_cleanly(
+    start, llm: FakeLLM, hermitcrab_home: Path, queue_file: Path
+):
+    queue_file.write_text(json.dumps([{"id": "job-1:run-1", "text": "remind the user to stretch"}]))
+    remember_sink(hermitcrab_home, llm)
+    llm.enqueue(openai_text("Time to stretch!"))
+
+    host = start()
+    wait_for(lambda: json.loads(queue_file.read_text()) == [], "the item was not acknowledged")
+
+    assert llm.delivered == [{"text": "Time to stretch!"}]
+    assert "remind the user to stretch" in llm.requests[0]["messages"][-1]["content"]
+    assert events_in_main(hermitcrab_home) == ["job-1:run-1"]
+    assert host.stop() == 0
+
+
+def test_an_item_interrupted_by_kill_9_mid_turn_runs_once_after_restart(
+    start, llm: FakeLLM, hermitcrab_home: Path, queue_file: Path
+):
+    queue_file.write_text(json.dumps([{"id": "job-2:run-1", "text": "summarise the news"}]))
+    remember_sink(hermitcrab_home, llm)
+    llm.enqueue(Reply(openai_text("too late"), delay_s=30), openai_text("Here is the summary."))
+
+    first = start()
+    wait_for(lambda: len(llm.requests) == 1, "the first turn never reached the model")
+    first.process.kill()
+    first.process.wait(timeout=10)
+    assert json.loads(queue_file.read_text()) != []  # not acknowledged: the turn never finished
+    start()
+    wait_for(lambda: json.loads(queue_file.read_text()) == [], "the item was not run after the restart")
+    time.sleep(0.3)  # any second run would show up now
+
+    assert llm.delivered == [{"text": "Here is the summary."}]
+    assert events_in_main(hermitcrab_home) == ["job-2:run-1"]
+    assert len(llm.requests) == 2
+
+
+def test_a_webhook_runs_a_turn_and_delivers_to_its_callback(start, llm: FakeLLM):
+    llm.enqueue(openai_text("Build 812 is green."))
+    host = start()
+    url = f"http://127.0.0.1:{host.port}/hooks/agent"
+    body = {"message": "how is the build?", "delivery": {"channel": "webhook", "to": llm.sink_url}}
+
+    refused = httpx.post(url, json=body, headers={"Authorization": "Bearer wrong"})
+    accepted = httpx.post(url, json=body, headers={"Authorization": f"Bearer {TOKEN}"})
+    wait_for(lambda: llm.delivered != [], "the reply was not delivered")
+
+    assert refused.status_code == 401 and accepted.status_code == 202
+    assert llm.delivered == [{"text": "Build 812 is green."}]
+    assert len(llm.requests) == 1 and TOKEN not in host.stderr
