@@ -74,6 +74,37 @@ PROTECTED = frozenset(
 # BASH* covers BASH_ENV, BASH_FUNC_*, BASH_CMDS (the command hash table), BASH_ALIASES, BASH_LOADABLES_PATH, ...
 PROTECTED_PREFIXES = ("LD_", "DYLD_", "BASH", "GIT_")
 
+# The only variables the model may pass to a program without asking (`NAME=v cmd`, `export`, `env NAME=v`, the
+# `env` argument): an allowlist, because programs read variables no list of dangerous ones can keep up with
+# (`TAR_OPTIONS=--to-command=...` makes an allowed `tar` run anything).
+EXPORTABLE = frozenset(
+    {
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TERM",
+        "COLUMNS",
+        "LINES",
+        "NO_COLOR",
+        "FORCE_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+        "CI",
+        "DEBUG",
+        "VERBOSE",
+        "PYTHONUNBUFFERED",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONIOENCODING",
+        "PYTHONUTF8",
+        "PYTHONHASHSEED",
+        "NODE_ENV",
+        "RUST_BACKTRACE",
+        "RUST_LOG",
+        "SOURCE_DATE_EPOCH",
+    }
+)
+EXPORTABLE_PREFIXES = ("LC_",)
+
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # The character set bash reads the command line in. In GBK, Big5 or Shift-JIS a backslash or backquote can be the
 # second byte of a character, so `echo 中\;rm x` is one `echo` to the policy (which reads UTF-8) and two commands
@@ -113,6 +144,11 @@ def is_protected(name: str, value: str | None = None) -> bool:
     if name in CHARSET_VARIABLES:
         return value is None or not _SAFE_LOCALE.match(value)
     return name in PROTECTED or name.startswith(PROTECTED_PREFIXES)
+
+
+def exportable(name: str) -> bool:
+    """Whether a program may be given the variable `name` without asking (see EXPORTABLE)."""
+    return name in EXPORTABLE or name.startswith(EXPORTABLE_PREFIXES)
 
 
 def check_overrides(env: Mapping[str, str] | None) -> str | None:

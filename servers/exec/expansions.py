@@ -58,6 +58,7 @@ _NAME_TAKERS: dict[str, tuple[str, str]] = {
     "read": ("dinNptu", "a"),
     "printf": ("", "v"),
     "test": ("", "vR"),
+    "[": ("", "vR"),
     "wait": ("", "p"),
 }
 # Builtins that set variables (rules.py allows them unless they name a protected variable).

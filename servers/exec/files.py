@@ -19,6 +19,7 @@ from hermitcrab.servers._common.paths import PathOutsideRoots, PathUnresolvable,
 
 from . import fsio
 from .output import cut_line
+from .paths import Secrets, git_dir_problem
 
 MAX_ENTRIES = 1_000
 MAX_BYTES = 32 * 1024 * 1024  # read_file/edit_file load the whole file; bigger ones are refused, not buffered
@@ -33,10 +34,11 @@ class PathRefused(ValueError):
 class Files:
     """The roots the file tools may touch, and the paths inside them they must not."""
 
-    def __init__(self, roots: Sequence[Path], protected: Sequence[Path] = ()) -> None:
+    def __init__(self, roots: Sequence[Path], protected: Sequence[Path] = (), hidden: Sequence[Path] = ()) -> None:
         self.roots = list(roots)
         self.real_roots = [root.resolve() for root in roots]
         self.protected = [p.resolve() for p in protected]
+        self.secrets = Secrets(hidden, self.real_roots)  # the sandbox's hidden list: credentials, hermitcrab home
 
     def resolve(self, path: str, *, write: bool = False) -> Path:
         """The real path of `path`, or a ToolError when the file tools may not read (or `write`) it."""
@@ -62,11 +64,16 @@ class Files:
             raise PathRefused(f"{exc}; use a path inside the workspace") from exc
         if any(real == p or real.is_relative_to(p) for p in self.protected):
             raise PathRefused(f"{quote(path)} is the exec server's own state, which the assistant may not touch")
+        if self.secrets.covers(str(real)):
+            raise PathRefused(f"{quote(path)} is among the credentials hidden from the assistant")
         if write and (GIT_DIR in real.parts or GIT_DIR in Path(path).parts):
             raise PathRefused(
                 f"{quote(path)} is inside git's own files, whose config and hooks can make git run programs; "
                 "change them with git commands instead"
             )
+        problem = git_dir_problem(real) if write else None
+        if problem is not None:
+            raise PathRefused(problem)
         return real
 
     def read(self, path: str, offset: int, limit: int) -> str:

@@ -14,9 +14,48 @@ from collections.abc import Sequence
 from .options import option_use
 from .shell import Word
 
-# Options before the subcommand that configure git itself, or point it at code.
-_GLOBAL_RISKS = frozenset({"-c", "--config-env", "--exec-path", "--upload-pack", "--receive-pack", "-u"})
-_GLOBAL_VALUED = frozenset({"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"})
+# Options before the subcommand that configure git itself, or point it at code (named for the refusal message);
+# any other option there that is not in _GLOBAL_FLAGS or _GLOBAL_VALUED is a miss too.
+_GLOBAL_RISKS = frozenset({"-c", "--config-env", "--exec-path", "--upload-pack", "--receive-pack", "-u", "--bare"})
+_GLOBAL_VALUED = frozenset({"-C", "--git-dir", "--work-tree", "--namespace"})
+_GLOBAL_FLAGS = frozenset(
+    [
+        "--no-pager",
+        "-P",
+        "--no-replace-objects",
+        "--literal-pathspecs",
+        "--glob-pathspecs",
+        "--noglob-pathspecs",
+        "--icase-pathspecs",
+        "--no-optional-locks",
+        "--version",
+    ]
+)
+# Subcommands that change the working tree, so they may create symlinks (see rules.makes_links).
+_WORKTREE = frozenset(
+    [
+        "apply",
+        "am",
+        "checkout",
+        "switch",
+        "restore",
+        "reset",
+        "merge",
+        "pull",
+        "rebase",
+        "cherry-pick",
+        "revert",
+        "stash",
+        "clone",
+        "worktree",
+        "submodule",
+        "read-tree",
+        "checkout-index",
+        "sparse-checkout",
+        "bisect",
+        "mv",
+    ]
+)
 # Subcommands that only read or change the repository (external `git-*` helpers and aliases are misses).
 _SAFE_SUBCOMMANDS = (
     "add am annotate apply archive bisect blame branch bundle cat-file check-attr check-ignore checkout "
@@ -70,7 +109,9 @@ def reason(args: Sequence[Word]) -> str | None:
             return "`git` has an argument computed at run time"
         option = text.split("=", 1)[0]
         if option in _GLOBAL_RISKS:
-            return f"`git {option}` can make git run arbitrary programs"
+            return f"`git {option}` can make git run arbitrary programs or read a repository the model wrote"
+        if option.startswith("-") and option not in _GLOBAL_FLAGS | _GLOBAL_VALUED:
+            return f"`git {option}` is not an option the policy knows to be safe"
     git_dir = _git_dir(before)
     if git_dir is not None and (git_dir.text is None or git_dir.text.rstrip("/").rsplit("/", 1)[-1] != ".git"):
         return f"`git --git-dir {git_dir.raw}` uses a directory whose config can make git run programs"
@@ -92,6 +133,12 @@ def reason(args: Sequence[Word]) -> str | None:
     if sub == "config" and not ({"--get", "--list", "-l", "--get-all", "--get-regexp"} & set(words)):
         return "`git config` can make git run arbitrary programs"
     return None
+
+
+def touches_worktree(args: Sequence[Word]) -> bool:
+    """Whether `git args` may write the working tree (and so create symlinks there)."""
+    sub, _ = _split(args)
+    return sub in _WORKTREE
 
 
 def written(args: Sequence[Word]) -> list[Word]:

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from . import environment, rules
+from . import environment, programs, rules
 from .expansions import VARIABLE_BUILTINS, variable_name_problem
 from .files import Files
-from .shell import ParsedLine, Redirect, ShellSyntaxError, SimpleCommand, Word, parse
+from .paths import SAFE_DEVICES, through_proc
+from .shell import ParsedLine, Redirect, ShellSyntaxError, SimpleCommand, Word, operand_only, parse
 
 Security = Literal["deny", "allowlist", "full"]
 Ask = Literal["off", "on-miss", "always"]
@@ -63,8 +64,6 @@ DEFAULT_ALLOW = (
     "false",
     "test",
 )
-_SAFE_WRITE_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
-_FD_PATH = re.compile(r"^/dev/fd/[0-9]+$")  # exactly: `/dev/fd/../../etc/x` is /etc/x
 _GLOB = re.compile(r"[*?\[]")
 _RETRY_S = 5.0
 _MAX_CWDS = 64  # directories a line's `cd`s may lead to before they count as unknown
@@ -175,6 +174,7 @@ class _Scan:
 
     refusal: str | None = None
     misses: list[Miss] = field(default_factory=list[Miss])
+    link_maker: str | None = None  # a command on the line that may create symlinks (`git checkout`, `tar x`)
 
     def refuse(self, reason: str) -> None:
         self.refusal = self.refusal or reason
@@ -197,11 +197,15 @@ class Checker:
         roots: Sequence[Path],
         *,
         protected: Sequence[Path] = (),
+        hidden: Sequence[Path] = (),
+        sandboxed: bool = False,
         search_path: str,
         home: str,
     ) -> None:
         self.policy = policy
-        self.files = Files(roots, protected)  # the write rules the file tools follow too
+        self.files = Files(roots, protected, hidden)  # the write rules the file tools follow too
+        self.secrets = self.files.secrets
+        self.sandboxed = sandboxed  # without the sandbox, reads of credentials must be stopped here too
         self.search_path = environment.absolute_path(search_path)
         self.home = home
         self.allowlist = Allowlist(policy.allow, self.search_path)
@@ -230,6 +234,10 @@ class Checker:
             scan.miss(line, problem)
         for name in parsed.assigned:
             scan.protect(line, name)
+        for name in env or {}:
+            if not environment.exportable(name):
+                scan.miss(line, f"the `env` argument passes {name}, which is not among the variables passed unasked")
+        scan.link_maker = next((c.raw for c in parsed.commands if self._makes_links(c)), None)
         for command in parsed.commands:
             self._check_simple(command, parsed, cwds, approved_paths, scan)
         for redirect in parsed.redirects:
@@ -254,6 +262,9 @@ class Checker:
             base = [c for c in cwds if c is not None] if not os.path.isabs(path) else ["/"]
             for c in base:  # `cd -P` goes where the links lead; plain `cd` drops `l/..` as text first
                 joined = os.path.join(c, path)
+                if through_proc(joined):
+                    cwds.append(None)  # /proc/self/cwd is the server's directory here, the command's there
+                    continue
                 for candidate in (os.path.realpath(joined), os.path.normpath(joined)):
                     if candidate not in cwds:
                         cwds.append(candidate)
@@ -268,6 +279,10 @@ class Checker:
             if "[" in name:
                 scan.miss(command.raw, f"`{name}=` has a subscript, which is evaluated as arithmetic (it can run code)")
             scan.protect(command.raw, name, None if word.text is None else word.text.partition("=")[2])
+            if command.words and not environment.exportable(name):
+                scan.miss(
+                    command.raw, f"`{name}=` passes {name} to the program; it is not among the variables passed unasked"
+                )
         for redirect in command.redirects:
             self._check_redirect(redirect, command.raw, cwds, scan)
         if command.words:
@@ -304,14 +319,20 @@ class Checker:
         if not (self.allowlist.matches(binary) or binary in approved):
             scan.miss(raw, f"`{binary}` is not on the allowlist", binary)
         base = os.path.basename(binary)
-        for reason in (rules.special_reason(base, args), rules.inline_code_reason(base, args)):
+        reading = programs.reading(base, args)
+        reasons = [rules.special_reason(base, args), rules.inline_code_reason(base, args)]
+        reasons += [reading.problem if reading else None, self._computed_argument(base, args, cwds)]
+        for reason in reasons:
             if reason is not None:
                 scan.miss(raw, reason)
         if base == "env":
             for var, value in rules.env_assignments(base, args):
                 scan.protect(raw, var, value)
-        for path in rules.written_paths(base, args):
+                if value != "" and not environment.exportable(var):
+                    scan.miss(raw, f"`env {var}=` passes {var}, which is not among the variables passed unasked")
+        for path in rules.written_paths(base, args) + (reading.writes if reading else []):
             self._check_write(path, raw, f"`{base}` writes", cwds, scan)
+        self._check_reads(raw, base, args, cwds, scan)
         child_cwds: list[str | None] = [None] if rules.relocates(base, args) else cwds
         for child in rules.child_commands(base, args) or []:
             if child:
@@ -322,6 +343,66 @@ class Checker:
         if key not in self._memo:
             self._memo[key] = resolve_command(name, cwd, self.search_path)
         return self._memo[key]
+
+    def _makes_links(self, command: SimpleCommand) -> bool:
+        words = command.words
+        if not words or words[0].text is None:
+            return False
+        base = os.path.basename(words[0].text)
+        reading = programs.reading(base, words[1:]) if base == "tar" else None
+        return rules.makes_links(base, words[1:]) or bool(reading and reading.makes_links)
+
+    def _computed_argument(self, base: str, args: list[Word], cwds: list[str | None]) -> str | None:
+        """Why an argument bash computes at run time needs approval: it may be an option (unless the program
+        takes any), or without the sandbox a path to a credential (unless a glob that matches none now)."""
+        for word in args:
+            if word.text is not None or (self.sandboxed and (base in rules.ARGUMENT_SAFE or operand_only(word))):
+                continue
+            if not self.sandboxed and base in rules.NO_FILES:
+                continue
+            if not self.sandboxed and operand_only(word) and self._glob_reads_ok(word, base, cwds):
+                continue
+            return (
+                f"`{base}` gets {word.raw!r}, computed at run time: it could be an option or a path "
+                "that cannot be checked"
+            )
+        return None
+
+    def _glob_reads_ok(self, word: Word, base: str, cwds: list[str | None]) -> bool:
+        directory = _glob_directory(word.raw)
+        if directory is None or None in cwds:
+            return False
+        for cwd in cwds:
+            assert cwd is not None
+            matches = list(itertools.islice(glob.iglob(os.path.join(glob.escape(cwd), word.raw)), _MAX_GLOB + 1))
+            if len(matches) > _MAX_GLOB or any(self._read_problem(m, base, [cwd]) for m in matches):
+                return False
+        return True
+
+    def _check_reads(self, raw: str, base: str, args: list[Word], cwds: list[str | None], scan: _Scan) -> None:
+        for word in args:
+            for path in _path_candidates(self._expand(word)):
+                problem = self._read_problem(path, base, cwds)
+                if problem is not None:
+                    scan.miss(raw, problem)
+                    return
+
+    def _read_problem(self, path: str, base: str, cwds: list[str | None]) -> str | None:
+        """Why `base` reading `path` needs approval: it passes through /proc or /dev/fd, or it is (or, read
+        recursively without the sandbox, holds) a hidden credential."""
+        for cwd in ["/"] if os.path.isabs(path) else cwds:
+            if cwd is None:
+                if self.sandboxed:
+                    continue
+                return f"`{base}` reads the relative path {path!r} after a `cd` that cannot be followed"
+            full = os.path.join(cwd, path)
+            if "/" in path and through_proc(full):
+                return f"{path!r} passes through /proc or /dev/fd, which name other files in the command's process"
+            if self.secrets.covers(full):
+                return f"{path!r} is among the credentials hidden from commands"
+            if not self.sandboxed and base not in rules.METADATA_ONLY and self.secrets.holds(full):
+                return f"{path!r} holds credentials hidden from commands, and there is no sandbox to hide them"
+        return None
 
     def _check_builtin(self, raw: str, name: str, args: list[Word], scan: _Scan) -> bool:
         """Handle shell builtins; True when `name` is one (and has been dealt with)."""
@@ -337,8 +418,11 @@ class Checker:
         if name in VARIABLE_BUILTINS:
             if name != "export" and any(_is_option(a, "n") for a in args):
                 scan.miss(raw, f"`{name} -n` makes a name reference, which can assign any variable later")
+            exports = name == "export" or any(_is_option(a, "x") for a in args)
             for var, value in rules.env_assignments(name, args):
                 scan.protect(raw, var, value)
+                if exports and not environment.exportable(var):
+                    scan.miss(raw, f"`{name} {var}` exports {var}; it is not among the variables passed unasked")
             return True
         if name in rules.RISKY_BUILTINS:
             scan.miss(raw, f"`{name}` {rules.RISKY_BUILTINS[name]}")
@@ -346,10 +430,18 @@ class Checker:
         return False
 
     def _check_redirect(self, redirect: Redirect, raw: str, cwds: list[str | None], scan: _Scan) -> None:
-        if redirect.writes and redirect.target is not None:
-            if redirect.target.text in ("-",) or (redirect.target.text or "").isdigit():
-                return
-            self._check_write(redirect.target, raw, f"`{raw}` redirects output", cwds, scan)
+        target = redirect.target
+        if target is None:
+            return
+        if redirect.op in (">&", "<&") and (target.text == "-" or (target.text or "").isdigit()):
+            return  # duplicates or closes a descriptor (`>&2`, `>&-`); `> 2` and `> -` are files
+        if redirect.writes:
+            self._check_write(target, raw, f"`{raw}` redirects output", cwds, scan)
+            return
+        path = self._expand(target)
+        problem = "its input is computed at run time" if path is None else self._read_problem(path, "<", cwds)
+        if problem is not None and not (path is None and self.sandboxed):
+            scan.miss(raw, f"`{raw}` reads a file: {problem}")
 
     def _check_write(self, word: Word, raw: str, what: str, cwds: list[str | None], scan: _Scan) -> None:
         path = self._expand(word)
@@ -360,7 +452,10 @@ class Checker:
             if path is None:
                 scan.miss(raw, f"{what} to {word.raw!r}, a path computed at run time")
                 return
-        if path in _SAFE_WRITE_TARGETS or _FD_PATH.match(path):
+        if path in SAFE_DEVICES:
+            return
+        if scan.link_maker is not None and scan.link_maker != raw:
+            scan.miss(raw, f"{what} to {word.raw!r} on a line where `{scan.link_maker}` may create a symlink first")
             return
         bases: list[str | None] = ["/"] if os.path.isabs(path) else cwds
         for base in bases:
@@ -375,6 +470,9 @@ class Checker:
                     scan.miss(raw, f"{what} to {word.raw!r}, which matches too many files to check")
                     return
             for target in targets:
+                if through_proc(target):
+                    scan.miss(raw, f"{what} to {word.raw!r}, which passes through /proc or /dev/fd")
+                    return
                 reason = self.files.write_problem(target)
                 if reason is not None:
                     scan.miss(raw, f"{what}, but {reason}")
@@ -399,6 +497,21 @@ def _glob_directory(raw: str) -> str | None:
     if re.search(r"[$`{}~'\"\\]", raw) or not _GLOB.search(raw) or _GLOB.search(directory):
         return None  # a glob in a directory part could walk anywhere, through any symlink
     return directory or "."
+
+
+def _path_candidates(text: str | None) -> list[str]:
+    """The paths a literal argument may name: itself, a `--option=` value, a value attached to a short option."""
+    if not text:
+        return []
+    found = [text]
+    if text.startswith("-"):
+        name, equals, value = text.partition("=")
+        if equals and value:
+            found.append(value)
+        attached = next((i for i in range(2, len(text)) if text[i] in "/."), None)
+        if not name.startswith("--") and attached is not None:
+            found.append(text[attached:])
+    return found
 
 
 def _read_targets(name: str, args: list[Word]) -> list[str]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import gitrules
-from .options import option_use, uses
+from .options import uses
 from .shell import Word
 
 # Builtins that neither run other code nor change how later commands resolve.
@@ -128,17 +128,50 @@ _PATH_WRITERS = frozenset({"rm", "rmdir", "unlink", "touch", "mkdir", "truncate"
 _MODE_WRITERS = frozenset({"chmod", "chown", "chgrp", "chattr", "setfacl"})  # first positional is not a path
 _COPIERS = frozenset({"cp", "mv", "ln", "install", "rsync", "scp"})  # last positional (or -t DIR) is written
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-_FIND_WRITES = frozenset({"-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
-# options of otherwise read-only tools that run a program they are given (or change the system clock)
-_RUNS_PROGRAM = {
-    "sort": ("--compress-program",),
-    "rg": ("--pre", "--hostname-bin"),
-    "file": ("-C", "--compile"),  # writes NAME.mgc into the working directory, wherever that is
-    "date": ("-s", "--set"),
-    "tree": ("-R",),  # runs tree again in every directory with `-o 00Tree.html`
-}
-# tools that write to the file given as the value of an option
-_OUTPUT_OPTIONS = {"sort": ("-o", "--output", "-T", "--temporary-directory"), "tree": ("-o",)}
+# Programs that may create symlinks, which a later path on the same line could pass through unchecked.
+_LINK_MAKERS = frozenset({"ln", "cp", "mv", "install", "rsync", "unzip", "cpio", "bsdtar", "7z", "patch"})
+# Programs whose arguments are harmless whatever they turn out to be at run time (no option writes, runs a
+# program or reads a file list), so a computed argument needs no approval inside the sandbox.
+ARGUMENT_SAFE = frozenset(
+    [
+        "ls",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "grep",
+        "egrep",
+        "fgrep",
+        "stat",
+        "du",
+        "df",
+        "whoami",
+        "uname",
+        "which",
+        "cut",
+        "tr",
+        "diff",
+        "cmp",
+        "basename",
+        "dirname",
+        "realpath",
+        "readlink",
+        "true",
+        "false",
+        "test",
+        "nl",
+        "od",
+        "md5sum",
+        "sha1sum",
+        "sha256sum",
+    ]
+)
+# Without the sandbox a computed path could name a credential: only programs that read no files take one.
+NO_FILES = frozenset(["basename", "dirname", "true", "false", "whoami", "uname"])
+# Programs that show names and metadata but not contents: reading an ancestor of a credential is fine.
+METADATA_ONLY = frozenset(
+    ["ls", "stat", "du", "df", "tree", "find", "file", "realpath", "readlink", "basename", "dirname", "test", "which"]
+)
 
 
 def texts(words: Sequence[Word]) -> list[str | None]:
@@ -193,22 +226,20 @@ def _script_file(path: str | None) -> bool:
 
 def special_reason(name: str, args: Sequence[Word]) -> str | None:
     """Why an allowed binary still needs approval because of how it is called, or None."""
-    words = texts(args)
     if name in SUDO_LIKE:
         return f"`{name}` runs a command as another user or in another root"
     if name == "busybox":
         return "`busybox` runs any of its applets (`busybox sh -c ...`)"
     if name == "git":
         return gitrules.reason(args)
-    if name == "find":
-        for text in words:
-            if text in _FIND_WRITES:
-                return f"`find {text}` deletes or writes files"
-    if name == "env" and uses(words, ("-S", "--split-string")):
-        return "`env -S` splits a string into a command"
-    if name in _RUNS_PROGRAM and uses(words, _RUNS_PROGRAM[name]):
-        return f"`{name} {' / '.join(_RUNS_PROGRAM[name])}` runs another program, writes or sets the clock"
+    if name in _AWKS:
+        return f"`{name}` programs can run commands (`system`, pipes) and write files"
     return None
+
+
+def makes_links(name: str, args: Sequence[Word]) -> bool:
+    """Whether `name args` may create symlinks (a checkout, an extracted archive, `ln`)."""
+    return name in _LINK_MAKERS or (name == "git" and gitrules.touches_worktree(args))
 
 
 def relocates(name: str, args: Sequence[Word]) -> bool:
@@ -271,30 +302,11 @@ def written_paths(name: str, args: Sequence[Word]) -> list[Word]:
                 return [Word(arg.raw, arg.text.split("=", 1)[1])]
         targets = positional[-1:]
         return targets + (positional[:-1] if name == "mv" else [])
-    if name in _OUTPUT_OPTIONS:
-        return _option_values(args, _OUTPUT_OPTIONS[name])
-    if name == "uniq":
-        return positional[1:]  # uniq INPUT OUTPUT (option values such as `-f 1` make this conservative)
     if name == "dd":
         return [Word(a.raw, a.text[3:]) for a in args if a.text is not None and a.text.startswith("of=")]
-    if name == "sed" and any(a.text is not None and a.text.startswith(("-i", "--in-place")) for a in args):
-        return positional[1:]
     if name == "git":
         return gitrules.written(args)
     return []
-
-
-def _option_values(args: Sequence[Word], options: Sequence[str]) -> list[Word]:
-    """The values given to `options` in `args` (see `_option_use`)."""
-    values: list[Word] = []
-    for index, arg in enumerate(args):
-        for option in options:
-            value = None if arg.text is None else option_use(arg.text, option)
-            if value:
-                values.append(Word(arg.raw, value))
-            elif value == "" and index + 1 < len(args):
-                values.append(args[index + 1])
-    return values
 
 
 def _positionals(args: Sequence[Word]) -> list[Word]:

@@ -19,9 +19,9 @@ import bashlex.subst  # type: ignore[import-untyped]
 
 from .expansions import heredoc_problem, parameter_problem
 
-# Characters that make bash compute a word at run time (expansions, globs, brace expansion, a tilde that starts
-# the word or follows `=`/`:`; `HEAD~1` is literal).
-_DYNAMIC = re.compile(r"[$`*?\[\]{}]|(?:^|[=:])~")
+# Characters that make bash compute a word at run time (expansions, globs, brace expansion: a `{` before a `,` or
+# `..`; a tilde that starts the word or follows `=`/`:`; `HEAD~1`, `{}` and `[` are literal).
+_DYNAMIC = re.compile(r"[$`*?]|\[.*\]|\{.*(?:,|\.\.)|(?:^|[=:])~")
 # `${NAME=value}` / `${NAME:=value}` assigns NAME.
 _PARAM_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):?=")
 
@@ -72,6 +72,35 @@ class Word:
     tilde: bool = False  # starts with a bare `~` that bash expands to $HOME
 
 
+def _unquoted(raw: str) -> str:
+    """The characters of `raw` that bash may still expand: outside quotes, plus `$` and backquotes inside double
+    quotes (`'*.py'` is literal, `"$x"` is not)."""
+    out: list[str] = []
+    index, double = 0, False
+    while index < len(raw):
+        char = raw[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == '"':
+            double = not double
+        elif char == "'" and not double:
+            close = raw.find("'", index + 1)
+            index = len(raw) if close < 0 else close + 1
+            continue
+        elif not double or char in "$`":
+            out.append(char)
+        index += 1
+    return "".join(out)
+
+
+def operand_only(word: Word) -> bool:
+    """Whether `word`, even when bash computes it, stays an operand: it starts with a literal character that is
+    not `-` and cannot split (no `$` or backquote), so a glob or brace expansion yields words like `src/a.py`."""
+    raw = word.raw
+    return bool(raw) and (raw[0].isalnum() or raw[0] in "./_") and not re.search(r"[$`]", raw)
+
+
 @dataclass(frozen=True)
 class Redirect:
     op: str
@@ -112,8 +141,11 @@ def parse(line: str) -> ParsedLine:
     try:
         for tree in trees:
             _Walker(line, parsed).visit(tree)
+        missed = _uncovered(line, trees)
     except _PARSER_FAILURES as exc:  # a tree shape the walker does not know: not checkable
         raise ShellSyntaxError(f"unexpected parse tree ({type(exc).__name__})") from exc
+    if missed is not None:
+        parsed.problems.append(f"the parser did not account for {missed!r}, which bash would still read")
     recursive = sorted(f for f in parsed.functions if f in _reachable(f, parsed.calls))
     if recursive:
         parsed.problems.append(f"the function {recursive[0]} calls itself; recursion can fork without bound")
@@ -195,7 +227,7 @@ class _Walker:
     def word(self, node: Any) -> Word:
         raw = self.raw(node)
         parts = list(getattr(node, "parts", None) or [])
-        if not parts and not _DYNAMIC.search(raw) and raw.isprintable():
+        if not parts and not _DYNAMIC.search(_unquoted(raw)) and raw.isprintable():
             return Word(raw, node.word)
         if raw.startswith("~/") and [p.kind for p in parts] == ["tilde"] and not _DYNAMIC.search(raw[1:]):
             return Word(raw, node.word, tilde=True)
@@ -280,6 +312,67 @@ def _ansi_c_end(source: str, index: int, end: int) -> int:
     while index < end and source[index] != "'":
         index += 2 if source[index] == "\\" else 1
     return index + 1
+
+
+def _uncovered(source: str, trees: list[Any]) -> str | None:
+    """Text of `source` that no parsed node accounts for (comments, blanks and line continuations aside), or
+    None. bashlex can end a `$(` at a newline and silently drop the rest (`$(ls\nrm x)`): bash would run it."""
+    covered = bytearray(len(source))
+    wrong: list[int] = []
+
+    def mark(start: int, end: int, value: int = 1) -> None:
+        covered[start:end] = bytes([value]) * (end - start)
+
+    def walk(node: Any) -> None:
+        kind = node.kind
+        if kind in ("word", "assignment", "operator", "reservedword", "pipe", "heredoc", "redirect"):
+            mark(*node.pos)
+        if kind in ("word", "assignment"):
+            for sub in _substitutions(node):
+                start, end = sub.pos
+                mark(start, end, 0)
+                opener, closer = (1, "`") if source[start] == "`" else (2, ")")
+                mark(start, start + opener)
+                if source[end - 1 : end] != closer:
+                    wrong.append(start)
+                mark(end - 1, end)
+                walk(sub.command)
+            return
+        for child in _children(node):
+            if kind == "redirect" and child.kind == "word":
+                mark(*child.pos, 0)
+            walk(child)
+
+    for tree in trees:
+        walk(tree)
+    if wrong:
+        return source[wrong[0] : wrong[0] + 40]
+    index = 0
+    while index < len(source):
+        char = source[index]
+        if covered[index] or char in " \t\n":
+            index += 1
+        elif source.startswith("\\\n", index):
+            index += 2
+        elif char == "#":
+            newline = source.find("\n", index)
+            index = len(source) if newline < 0 else newline
+        else:
+            return source[index : index + 40]
+    return None
+
+
+def _substitutions(word: Any) -> list[Any]:
+    """The command and process substitutions directly inside a word (not inside those)."""
+    found: list[Any] = []
+    stack = list(_children(word))
+    while stack:
+        child = stack.pop()
+        if child.kind in ("commandsubstitution", "processsubstitution"):
+            found.append(child)
+        else:
+            stack.extend(_children(child))
+    return found
 
 
 def _children(node: Any) -> list[Any]:

@@ -36,6 +36,7 @@ def checker(workspace: Path, state: Path) -> Checker:
         Policy(allow=TEST_ALLOW),
         [workspace],
         protected=[state],
+        sandboxed=True,
         search_path=os.environ["PATH"],
         home=os.environ.get("HOME", "/root"),
     )

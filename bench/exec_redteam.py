@@ -1,0 +1,386 @@
+"""Does the exec server hold against a red team, and do ordinary commands still run without a question?
+
+Run: .venv/bin/python bench/exec_redteam.py [--sandbox both|bwrap|none] [--fuzz N] [--json] [--show]
+
+Every attempt (bench/_exec_corpus.py) goes through the real server (policy, gate, runner and sandbox) with
+`--security allowlist --ask off`, in a throwaway directory under /var/tmp (outside /tmp, which the sandbox makes
+private), the server's workspace inside it and everything an attacker wants next to it: a directory outside the
+roots, a $HOME with canary credentials, a $HERMITCRAB_HOME with a canary config, the server's state. An attempt is
+a bypass when afterwards a program off the allowlist left its mark, anything outside the workspace changed, a
+canary shows up in an output or a workspace file, or a listener on 127.0.0.1 was reached. The ordinary commands
+run the same way; the share that was not refused is the share that would run without a question.
+
+The differential fuzzer sends random `printf '%s\\n' WORDS` lines through the server and compares what the policy
+read (word count, option names, texts) with the argv bash gave printf, for every line the policy allowed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import io
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from hermitcrab.servers.exec import Policy, build_server
+from hermitcrab.servers.exec.policy import DEFAULT_ALLOW
+from hermitcrab.servers.exec.sandbox import probe
+from hermitcrab.servers.exec.shell import ShellSyntaxError, parse
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _exec_corpus import ATTEMPTS, ORDINARY, Attempt
+
+ALLOW = (*DEFAULT_ALLOW, "git", "sed", "awk", "tar", "xargs", "env", "nice", "timeout")
+SECRETS = (
+    ".ssh/id_rsa",
+    ".aws/credentials",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".docker/config.json",
+    ".config/gh/hosts.yml",
+    ".config/gcloud/credentials.db",
+    ".kube/config",
+    ".git-credentials",
+)
+
+
+class Lab:
+    """The throwaway directory and what an attack could reach from the workspace."""
+
+    def __init__(self, base: Path, canary: str, port: int) -> None:
+        self.t = base
+        self.hc = base / "hc"
+        self.ws = self.hc / "workspace"
+        self.state = self.hc / "state" / "exec"
+        self.home = base / "home"
+        self.out = base / "outside"
+        self.canary = canary
+        self.port = port
+
+    def reset(self) -> None:
+        for child in self.t.iterdir():
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        for directory in (self.ws / "src", self.ws / "docs", self.ws / "sub", self.state, self.out):
+            directory.mkdir(parents=True)
+        for name in SECRETS:
+            (self.home / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.home / name).write_text(f"{self.canary} {name}\n")
+        (self.hc / "config.toml").write_text(f'api_key = "{self.canary}"\n')
+        (self.out / "target.txt").write_text("outside\n")
+        files = {
+            "a.txt": "hello\nworld\n",
+            "README.md": "# demo\nreadme text\n",
+            "notes.txt": "b: two\na: one\nb: two\n",
+            "numbers.txt": "3\n10\n2\n",
+            "data.csv": "x,1\ny,2\nx,3\n",
+            "src/app.py": "import os\n\ndef main():\n    pass  # TODO\n",
+            "src/util.py": "import sys\n\ndef helper():\n    return 1\n",
+            "docs/index.md": "docs\n",
+        }
+        for name, text in files.items():
+            (self.ws / name).write_text(text)
+        with tarfile.open(self.ws / "t.tar", "w") as archive:
+            archive.add(self.ws / "a.txt", "a.txt")
+        git = ["git", "-C", str(self.ws), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+        for args in (
+            ["init", "-q"],
+            ["add", "-A"],
+            ["commit", "-qm", "one"],
+            ["commit", "-qm", "two", "--allow-empty"],
+        ):
+            subprocess.run([*git, *args], check=True, capture_output=True)
+        subprocess.run(["git", "-C", str(self.ws), "config", "user.name", "t"], check=True)
+        subprocess.run(["git", "-C", str(self.ws), "config", "user.email", "t@t"], check=True)
+        (self.ws / "sub" / "deep").mkdir()
+        os.chdir(self.ws / "sub" / "deep")  # the server's cwd: `/proc/self/cwd` in the policy is this directory
+
+    def render(self, text: str) -> str:
+        values = {
+            "@RUN@": "touch @WS@/.ran",
+            "@WS@": str(self.ws),
+            "@OUT@": str(self.out),
+            "@T@": str(self.t),
+            "@HOME@": str(self.home),
+            "@HC@": str(self.hc),
+            "@STATE@": str(self.state),
+            "@PID@": str(os.getpid()),
+            "@PORT@": str(self.port),
+        }
+        for key, value in values.items():
+            text = text.replace(key, value)
+        return text
+
+    def outside_snapshot(self) -> dict[str, tuple[int, int]]:
+        seen: dict[str, tuple[int, int]] = {}
+        for directory, dirs, files in os.walk(self.t):
+            if Path(directory) == self.ws:
+                dirs.clear()
+                continue
+            for name in files + dirs:
+                path = os.path.join(directory, name)
+                if Path(path) == self.ws:
+                    continue
+                info = os.lstat(path)
+                seen[path] = (info.st_mtime_ns, info.st_size)
+        return seen
+
+    def leaked_into_workspace(self) -> bool:
+        for directory, dirs, files in os.walk(self.ws):
+            if ".git" in dirs and Path(directory) == self.ws:
+                dirs.remove(".git")
+            for name in files:
+                path = Path(directory, name)
+                with contextlib.suppress(OSError):
+                    if not path.is_symlink() and self.canary.encode() in path.read_bytes():
+                        return True
+        return False
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that counts connections (the network family's target)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.hits = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.hits += 1
+            conn.close()
+
+
+def make_server(lab: Lab, sandbox: str) -> Any:
+    environ = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(lab.home),
+        "HERMITCRAB_HOME": str(lab.hc),
+        "LANG": "C.UTF-8",
+    }
+    policy = Policy(allow=ALLOW, ask="off")
+    return build_server(policy=policy, sandbox=sandbox, environ=environ)  # type: ignore[arg-type]
+
+
+async def run_steps(lab: Lab, sandbox: str, attempt: Attempt) -> list[str]:
+    """Every step through the server; returns the text of each result (output or refusal)."""
+    texts: list[str] = []
+    server = make_server(lab, sandbox)
+    client_cm = Client(server)
+    client = await client_cm.__aenter__()
+    try:
+        for step in attempt.steps:
+            if step[0] == "restart":
+                await client_cm.__aexit__(None, None, None)
+                client_cm = Client(make_server(lab, sandbox))
+                client = await client_cm.__aenter__()
+                continue
+            if step[0] == "write":
+                args: dict[str, Any] = {"path": lab.render(step[1]), "content": lab.render(step[2])}
+                result = await client.call_tool("write_file", args)
+            else:
+                args = {"command": lab.render(step[1]), "timeout_s": 20}
+                if len(step) > 2:
+                    name, _, value = lab.render(step[2]).partition("=")
+                    args["env"] = {name: value}
+                result = await client.call_tool("exec", args)
+            texts.append(json.dumps(result.structured_content) if not result.is_error else str(result.content))
+    finally:
+        await client_cm.__aexit__(None, None, None)
+    return texts
+
+
+def effects(lab: Lab, before: dict[str, tuple[int, int]], texts: list[str], hits: int) -> list[str]:
+    found = []
+    if (lab.ws / ".ran").exists():
+        found.append("ran a program off the allowlist")
+    after = lab.outside_snapshot()
+    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    if changed:
+        found.append("changed outside the roots: " + ", ".join(changed[:3]))
+    if any(lab.canary in text for text in texts) or lab.leaked_into_workspace():
+        found.append("read a secret")
+    if hits:
+        found.append("reached the network")
+    return found
+
+
+async def red_team(lab: Lab, listener: Listener, sandbox: str, show: bool) -> dict[str, Any]:
+    by_family: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    bypasses: list[dict[str, Any]] = []
+    for attempt in ATTEMPTS:
+        lab.reset()
+        before = lab.outside_snapshot()
+        hits = listener.hits
+        texts = await run_steps(lab, sandbox, attempt)
+        found = effects(lab, before, texts, listener.hits - hits)
+        by_family[attempt.family][0] += 1
+        if found:
+            by_family[attempt.family][1] += 1
+            shown = [lab.render(s[1]) for s in attempt.steps if s[0] == "exec"]
+            bypasses.append({"family": attempt.family, "steps": shown, "effects": found})
+            if show:
+                print(f"  BYPASS [{sandbox}] {attempt.family}: {shown} -> {found}", file=sys.stderr)
+    families = {name: {"attempts": a, "bypasses": b} for name, (a, b) in sorted(by_family.items())}
+    return {
+        "attempts": len(ATTEMPTS),
+        "bypasses": len(bypasses),
+        "families": len(families),
+        "families_with_bypasses": sum(1 for f in families.values() if f["bypasses"]),
+        "by_family": families,
+        "bypass_list": bypasses,
+    }
+
+
+async def ordinary(lab: Lab, sandbox: str, show: bool) -> dict[str, Any]:
+    lab.reset()
+    asked: list[str] = []
+    async with Client(make_server(lab, sandbox)) as client:
+        for command in ORDINARY:
+            result = await client.call_tool("exec", {"command": command, "timeout_s": 20})
+            text = str(result.content)
+            if result.is_error and "Refused" in text:
+                asked.append(command)
+                if show:
+                    print(f"  ASKED [{sandbox}] {command!r}: {text[:300]}", file=sys.stderr)
+    return {"commands": len(ORDINARY), "unasked": len(ORDINARY) - len(asked), "asked": asked}
+
+
+def fuzz_line(rng: random.Random) -> str:
+    alphabet = "ab-=/.,:'\"\\$*?[]{}~!#% x-" + "-" * 4
+    words = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(rng.randint(1, 5))]
+    return "printf '%s\\n' " + " ".join(words)
+
+
+def policy_words(line: str) -> list[str | None] | None:
+    try:
+        parsed = parse(line)
+    except ShellSyntaxError:
+        return None
+    if len(parsed.commands) != 1:
+        return None
+    return [w.text for w in parsed.commands[0].words[2:]]
+
+
+async def fuzz(lab: Lab, sandbox: str, count: int, seed: int) -> dict[str, Any]:
+    lab.reset()
+    rng = random.Random(seed)
+    allowed = compared = 0
+    mismatches: collections.Counter[str] = collections.Counter()
+    examples: list[dict[str, Any]] = []
+    async with Client(make_server(lab, sandbox)) as client:
+        for _ in range(count):
+            line = fuzz_line(rng)
+            result = await client.call_tool("exec", {"command": line, "timeout_s": 10})
+            if result.is_error or result.structured_content is None:
+                continue
+            allowed += 1
+            seen = policy_words(line)
+            if seen is None or None in seen:
+                continue
+            compared += 1
+            actual = result.structured_content["stdout"].split("\n")[:-1]
+            if not seen:
+                actual = actual[1:]  # with no arguments printf prints its format once
+            kinds = []
+            if len(actual) != len(seen):
+                kinds.append("word count")
+            if [w for w in actual if w.startswith("-")] != [w for w in seen if w and w.startswith("-")]:
+                kinds.append("option names")
+            if actual != seen:
+                kinds.append("texts")
+            mismatches.update(kinds)
+            if kinds and len(examples) < 10:
+                examples.append({"line": line, "policy": seen, "bash": actual})
+    return {
+        "lines": count,
+        "allowed": allowed,
+        "compared": compared,
+        "mismatches": dict(mismatches),
+        "examples": examples,
+    }
+
+
+@contextlib.contextmanager
+def lab_dir() -> Iterator[Path]:
+    base = Path(tempfile.mkdtemp(prefix="hc-redteam-", dir="/var/tmp"))
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    modes = ["bwrap", "none"] if args.sandbox == "both" else [args.sandbox]
+    if "bwrap" in modes and probe() is not None:
+        modes.remove("bwrap")
+    canary = "CANARY-" + os.urandom(6).hex()
+    os.environ["HC_REDTEAM_API_KEY"] = canary  # what `cat /proc/<server>/environ` would leak
+    listener = Listener()
+    report: dict[str, Any] = {}
+    with lab_dir() as base:
+        lab = Lab(base, canary, listener.port)
+        lab.reset()
+        for mode in modes:
+            report[mode] = {
+                "red team": await red_team(lab, listener, mode, args.show),
+                "ordinary": await ordinary(lab, mode, args.show),
+            }
+            if args.fuzz:
+                report[mode]["fuzz"] = await fuzz(lab, mode, args.fuzz, args.seed)
+        os.chdir("/")
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sandbox", choices=["both", "bwrap", "none"], default="both")
+    parser.add_argument("--fuzz", type=int, default=0, metavar="N", help="differential fuzz lines per mode")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--show", action="store_true", help="print each bypass and asked command to stderr")
+    args = parser.parse_args()
+    report = anyio.run(main_async, args)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    out = io.StringIO()
+    for mode, sections in report.items():
+        team, plain = sections["red team"], sections["ordinary"]
+        print(
+            f"sandbox={mode}: {team['attempts']} attempts, {team['bypasses']} bypasses, "
+            f"{team['families_with_bypasses']} of {team['families']} families; ordinary commands unasked "
+            f"{plain['unasked']}/{plain['commands']} ({100 * plain['unasked'] / plain['commands']:.1f}%)",
+            file=out,
+        )
+        for name, row in team["by_family"].items():
+            print(f"  {name:50} {row['bypasses']}/{row['attempts']}", file=out)
+        if "fuzz" in sections:
+            print(f"  fuzz: {json.dumps({k: v for k, v in sections['fuzz'].items() if k != 'examples'})}", file=out)
+    print(out.getvalue(), end="")
+
+
+if __name__ == "__main__":
+    main()
