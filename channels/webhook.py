@@ -15,7 +15,7 @@ import json
 import logging
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator
 from contextlib import contextmanager
 from typing import Literal, TypeVar
 
@@ -69,7 +69,7 @@ class _QuietServer(uvicorn.Server):
     """uvicorn inside our own event loop: the host, not uvicorn, owns SIGINT and SIGTERM."""
 
     @contextmanager
-    def capture_signals(self) -> Iterator[None]:
+    def capture_signals(self) -> Generator[None]:
         yield
 
 

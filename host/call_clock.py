@@ -8,7 +8,7 @@ callbacks in tasks started from the call's own task, which inherit it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -39,7 +39,7 @@ _clock: ContextVar[CallClock | None] = ContextVar("call_clock", default=None)
 
 
 @contextmanager
-def call_clock(timeout_s: float) -> Iterator[anyio.CancelScope]:
+def call_clock(timeout_s: float) -> Generator[anyio.CancelScope]:
     """Like `anyio.move_on_after`, but paused by `waiting_on_user` inside the block; check `cancelled_caught`."""
     with anyio.CancelScope(deadline=anyio.current_time() + timeout_s) as scope:
         token = _clock.set(CallClock(scope, timeout_s))
@@ -50,7 +50,7 @@ def call_clock(timeout_s: float) -> Iterator[anyio.CancelScope]:
 
 
 @contextmanager
-def waiting_on_user() -> Iterator[None]:
+def waiting_on_user() -> Generator[None]:
     """Stop the clock of the call being served while the block is open; a no-op outside a call."""
     clock = _clock.get()
     if clock is None:

@@ -15,8 +15,8 @@ LOG_HINT = "the details are in the host log (state/logs/host.log)"
 def failure_text(exc: BaseException) -> str:
     """One or two sentences for a chat channel about why a turn failed."""
     if isinstance(exc, BaseExceptionGroup):
-        inner = cast(BaseExceptionGroup[BaseException], exc).exceptions
-        return failure_text(inner[0]) if len(inner) == 1 else _internal(exc)
+        group = cast(BaseExceptionGroup[BaseException], exc)
+        return failure_text(group.exceptions[0]) if len(group.exceptions) == 1 else _internal(group)
     if isinstance(exc, ContextOverflowError):
         return (
             "Sorry, this conversation no longer fits the model's context window, even after summarising it. "
