@@ -68,7 +68,12 @@ def parser() -> argparse.ArgumentParser:
         default="auto",
         help="auto: bubblewrap when it works here; bwrap: require it; none: never (default auto)",
     )
-    p.add_argument("--no-network", action="store_true", help="cut sandboxed commands off the network")
+    p.add_argument(
+        "--network",
+        action="store_true",
+        help="let sandboxed commands reach the network (default: no network; unsandboxed commands always can)",
+    )
+    p.add_argument("--no-network", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old configs
     p.add_argument(
         "--memory-mb",
         type=int,
@@ -90,7 +95,7 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "state": args.state,
         "policy": Policy(security=args.security, ask=args.ask, allow=allow, approval_timeout_s=args.approval_timeout),
         "sandbox": args.sandbox,
-        "network": not args.no_network,
+        "network": args.network and not args.no_network,
         "limits": Limits(memory_mb=args.memory_mb),
     }
 

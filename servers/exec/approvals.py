@@ -9,8 +9,11 @@ itself, so it can stop waiting after the timeout. Either way no answer in time m
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
+import os
+import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -58,20 +61,33 @@ class Ruling(BaseModel):
 
 
 class ApprovalStore:
-    """approvals.json: binaries and exact command lines the user allowed always; written atomically."""
+    """approvals.json: binaries and exact command lines the user allowed always; written atomically and sealed
+    with an HMAC whose key (approvals.key, mode 0600) only the server reads, so a file that anything else wrote
+    or changed is ignored with a warning instead of trusted."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.binaries: set[str] = set()
         self.commands: set[str] = set()
-        data: dict[str, Any] = {}
+        self._key = _key(path.with_suffix(".key"))
         if path.exists():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                logger.warning("%s is unreadable (%s); starting with no saved approvals", path, exc)
+            data = self._load()
             self.binaries = set(data.get("binaries", []))
             self.commands = set(data.get("commands", []))
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            logger.warning("%s is unreadable (%s); starting with no saved approvals", self.path, exc)
+            return {}
+        body: dict[str, Any] = {k: v for k, v in data.items() if k != "mac"}  # pyright: ignore[reportUnknownVariableType]
+        if not hmac.compare_digest(str(data.get("mac", "")), _seal(self._key, body)):  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+            logger.warning("%s was not written by this server (its seal does not match); ignoring it", self.path)
+            return {}
+        return body
 
     def remember(self, verdict: Verdict, command: str) -> str:
         """Persist what makes `command` pass next time; returns a sentence saying what was remembered."""
@@ -82,8 +98,33 @@ class ApprovalStore:
         else:
             self.commands.add(command)
             remembered = "this exact command is allowed from now on"
-        atomic_write_json(self.path, {"binaries": sorted(self.binaries), "commands": sorted(self.commands)})
+        body = {"binaries": sorted(self.binaries), "commands": sorted(self.commands)}
+        atomic_write_json(self.path, {**body, "mac": _seal(self._key, body)})
         return remembered
+
+
+def _key(path: Path) -> bytes:
+    """The sealing key, created on first use; a key that cannot be read means no saved approval is trusted."""
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as exc:
+        logger.warning("%s is unreadable (%s); saved approvals are not trusted", path, exc)
+        return secrets.token_bytes(32)
+    key = secrets.token_bytes(32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:  # another server on the same state created it first
+        return _key(path)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(key.hex())
+    return key
+
+
+def _seal(key: bytes, body: dict[str, Any]) -> str:
+    return hmac.new(key, json.dumps(body, sort_keys=True).encode(), hashlib.sha256).hexdigest()
 
 
 def approval_message(command: str, workdir: str, verdict: Verdict | None, always_ask: bool) -> str:

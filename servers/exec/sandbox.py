@@ -1,11 +1,14 @@
-"""Optional bubblewrap sandbox: the roots writable, the rest read-only, secrets hidden, optionally no network.
+"""The bubblewrap sandbox, the security boundary: only the roots writable, private /tmp and /run (no host unix
+sockets), secrets hidden, no network unless asked for, an unprivileged uid in a user namespace of its own.
 
 `auto` uses bwrap when it is installed and works here (a probe runs once); `bwrap` insists on it; `none` runs
-commands directly. Either way the resource limits in runner.py apply.
+commands directly, and then the fail-closed policy is the only line of defence. Either way the resource limits
+in runner.py apply.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -20,13 +23,14 @@ class SandboxUnavailable(RuntimeError):
     """`--sandbox bwrap` was asked for but bubblewrap is missing or cannot create namespaces here."""
 
 
-# Credentials under $HOME that commands never need to see; hidden inside the sandbox when they exist.
+# Credentials under $HOME that commands never need to see; hidden inside the sandbox when they exist, and refused
+# by the file tools and (without the sandbox) by the policy. `.config` holds gh, gcloud, and most CLIs' tokens.
 SECRETS = (
     ".ssh",
     ".gnupg",
     ".aws",
     ".azure",
-    ".config/gcloud",
+    ".config",
     ".kube",
     ".docker",
     ".netrc",
@@ -34,19 +38,47 @@ SECRETS = (
     ".pgpass",
     ".npmrc",
     ".pypirc",
+    ".yarnrc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".terraform.d",
+    ".vault-token",
+    ".password-store",
+    ".local/share/keyrings",
+    ".bash_history",
 )
+UNPRIVILEGED_UID = 1000  # what a server running as root runs commands as, inside the sandbox's user namespace
 
 
 # /proc/sys read-only too: a fresh /proc still writes kernel settings (and, as root, the host's hostname).
 _BASE = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys")
-# Own PID, UTS and IPC namespaces, no capabilities even when the server runs as root, gone with the server.
-_ISOLATION = ("--unshare-pid", "--unshare-uts", "--unshare-ipc", "--cap-drop", "ALL", "--die-with-parent")
+# Own user (an unprivileged uid), PID, UTS and IPC namespaces, no capabilities, gone with the server.
+_ISOLATION = (
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-uts",
+    "--unshare-ipc",
+    "--unshare-cgroup-try",
+    "--cap-drop",
+    "ALL",
+    "--die-with-parent",
+)
+_RUN = (Path("/run"), Path("/var/run"))  # host unix sockets (docker, dbus, systemd) live here
+
+
+def _identity() -> tuple[str, ...]:
+    uid = os.getuid() or UNPRIVILEGED_UID
+    gid = os.getgid() or UNPRIVILEGED_UID
+    return ("--uid", str(uid), "--gid", str(gid))
 
 
 @dataclass(frozen=True)
 class Sandbox:
     bwrap: str
-    network: bool = True
+    network: bool = False
     hidden: tuple[Path, ...] = ()  # replaced by an empty directory (or /dev/null for a file)
 
     def wrap(
@@ -54,6 +86,10 @@ class Sandbox:
     ) -> list[str]:
         """`argv` in bwrap: `roots` writable, `protected` paths inside them read-only, `hidden` paths emptied."""
         mounts: list[tuple[Path, list[str]]] = [(Path("/tmp"), ["--tmpfs", "/tmp"])]
+        mounts += [(run, ["--tmpfs", str(run)]) for run in _RUN if run.is_dir() and not run.is_symlink()]
+        resolv = Path(os.path.realpath("/etc/resolv.conf"))
+        if self.network and any(resolv.is_relative_to(run) for run in _RUN) and resolv.exists():
+            mounts.append((resolv, ["--ro-bind", str(resolv), str(resolv)]))  # DNS through a /run stub file
         mounts += [(root, ["--bind", str(root), str(root)]) for root in roots]
         for path in self.hidden:
             if path.is_dir() and path not in roots:
@@ -61,12 +97,12 @@ class Sandbox:
             elif path.exists():
                 mounts.append((path, ["--ro-bind", "/dev/null", str(path)]))
         for path in protected:
-            if path.exists() and any(path.is_relative_to(root) for root in roots):
+            if path not in self.hidden and path.exists() and any(path.is_relative_to(root) for root in roots):
                 mounts.append((path, ["--ro-bind", str(path), str(path)]))
         args = [self.bwrap, *_BASE]
         for _, mount in sorted(mounts, key=lambda item: len(item[0].parts)):  # parents before what is inside them
             args += mount
-        args += _ISOLATION
+        args += [*_ISOLATION, *_identity()]
         if not self.network:
             args.append("--unshare-net")
         args += ["--chdir", str(workdir), "--", *argv]
@@ -79,7 +115,7 @@ def secret_paths(home: Path, hermitcrab_home: Path) -> tuple[Path, ...]:
 
 
 def detect(
-    mode: SandboxMode, *, network: bool = True, hidden: Sequence[Path] = ()
+    mode: SandboxMode, *, network: bool = False, hidden: Sequence[Path] = ()
 ) -> tuple[Sandbox | None, str | None]:
     """(the sandbox to use for `mode` or None to run unsandboxed, why bwrap is not used under `auto`).
 
@@ -100,7 +136,7 @@ def probe() -> str | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap is not installed (apt-get install bubblewrap)"
-    argv = [bwrap, *_BASE, *_ISOLATION, "true"]
+    argv = [bwrap, *_BASE, *_ISOLATION, *_identity(), "--unshare-net", "true"]
     try:
         result = subprocess.run(argv, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -3,6 +3,7 @@
 # No `from __future__ import annotations`: the exec tool's Resolve(gate.resolve) annotation names a local.
 
 import json
+import logging
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -35,6 +36,17 @@ Path_ = Annotated[str, Field(max_length=MAX_PATH_CHARS)]
 FileText = Annotated[str, Field(max_length=MAX_BYTES)]
 EnvName = Annotated[str, Field(max_length=256)]
 EnvValue = Annotated[str, Field(max_length=32_768)]
+logger = logging.getLogger(__name__)
+UNSANDBOXED = (
+    "commands run WITHOUT a sandbox (%s): they have the server's own rights, and the fail-closed policy is the "
+    "only line of defence; install bubblewrap (apt-get install bubblewrap), or on macOS wrap the server in "
+    "sandbox-exec"
+)
+EXEC_DESCRIPTION = """Run a shell command in the workspace and return its exit code and output.
+
+Output that is too long keeps its head and tail. A command still running after `yield_ms` keeps running in the
+background: use `process` with the returned session_id. Commands outside the allowlist need the user's approval
+or are refused with the reason; don't try to work around a refusal."""
 INSTRUCTIONS = """\
 Run shell commands and edit files inside the user's workspace. Commands run through bash under an allowlist:
 every command in a pipeline or chain must be allowed, otherwise the user is asked to approve it (or it is
@@ -48,7 +60,7 @@ def build_server(
     policy: Policy | None = None,
     *,
     sandbox: SandboxMode = "auto",
-    network: bool = True,
+    network: bool = False,
     limits: Limits | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> MCPServer:
@@ -70,11 +82,17 @@ def build_server(
     policy = policy or Policy()
     limits = limits or Limits()
     hidden = [p.resolve() for p in secret_paths(Path(environ.get("HOME", "/nonexistent")), workspace.parent)]
+    hidden.append(state)  # approvals.key seals approvals.json: no command may read it
     box, sandbox_problem = detect(sandbox, network=network, hidden=hidden)
     sandboxed = box is not None
+    if not sandboxed:
+        logger.warning(UNSANDBOXED, sandbox_problem or "--sandbox none")
     child_env = child_environment(environ, None)
-    checker = Checker(policy, roots, protected=[state], search_path=child_env["PATH"], home=child_env.get("HOME", "/"))
-    files = Files(roots, protected=[state])
+    home = child_env.get("HOME", "/")
+    checker = Checker(
+        policy, roots, protected=[state], hidden=hidden, sandboxed=sandboxed, search_path=child_env["PATH"], home=home
+    )
+    files = Files(roots, protected=[state], hidden=hidden)
     gate = Gate(policy, checker, ApprovalStore(state / "approvals.json"), files)
     table = ProcessTable()
 
@@ -87,7 +105,7 @@ def build_server(
 
     server = GuardedServer("hermitcrab-exec", instructions=INSTRUCTIONS, lifespan=lifespan)
 
-    @server.tool(name="exec")
+    @server.tool(name="exec", description=EXEC_DESCRIPTION + sandbox_note(sandboxed, network))
     async def exec_tool(
         command: Annotated[
             str, Field(description="A bash command line, e.g. `ls -la | grep py`.", max_length=MAX_COMMAND_CHARS)
@@ -106,12 +124,6 @@ def build_server(
             int, Field(description="Move to the background if still running after this.", ge=0)
         ] = 10_000,
     ) -> ExecResult:
-        """Run a shell command in the workspace and return its exit code and output.
-
-        Output that is too long keeps its head and tail. A command still running after `yield_ms` keeps running
-        in the background: use `process` with the returned session_id. Commands outside the allowlist need the
-        user's approval or are refused with the reason; don't try to work around a refusal.
-        """
         directory, note = gate.decide(approval, command, workdir, env)
         if table.running() >= processes.MAX_RUNNING:
             raise ToolError(
@@ -230,6 +242,14 @@ def build_server(
         )
 
     return server
+
+
+def sandbox_note(sandboxed: bool, network: bool) -> str:
+    """What the exec tool's description says about where commands run (the model should know before it tries)."""
+    if not sandboxed:
+        return " Commands are not sandboxed here; the network is reachable."
+    reach = "have network access" if network else "have no network access (the server was not started with --network)"
+    return f" Commands run in a sandbox: only the workspace is writable, /tmp is private, and they {reach}."
 
 
 def _write(job: Job, data: str | None, eof: bool, sandboxed: bool) -> ExecResult:

@@ -13,6 +13,9 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ElicitRequestParams, ElicitResult
 
+from hermitcrab.servers.exec.approvals import ApprovalStore
+from hermitcrab.servers.exec.policy import Miss, Verdict
+
 pytestmark = pytest.mark.anyio  # marked at collection time too, so the parametrized fixtures below apply
 
 
@@ -124,3 +127,27 @@ async def test_hard_refusals_are_never_asked(server_factory: Callable[..., MCPSe
     user = User("allow-always")
     is_error, text = await run(server_factory(), user, "auto", "LD_PRELOAD=/tmp/x.so ls")
     assert is_error and "LD_PRELOAD" in text and user.questions == []
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"binaries": ["/usr/bin/rm"], "commands": ["rm -rf x"]}', "not json", "[1]", '{"binaries": 1, "mac": "x"}'],
+)
+def test_a_file_the_server_did_not_write_is_ignored(
+    state: Path, content: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    state.mkdir(parents=True)
+    (state / "approvals.json").write_text(content)
+    store = ApprovalStore(state / "approvals.json")
+    assert store.binaries == set() and store.commands == set()
+    assert "approvals.json" in caplog.text
+
+
+def test_approvals_the_server_wrote_survive_a_restart_and_edits_do_not(state: Path) -> None:
+    store = ApprovalStore(state / "approvals.json")
+    store.remember(Verdict(misses=(Miss("rm x", "not allowed", "/usr/bin/rm"),)), "rm x")
+    assert ApprovalStore(state / "approvals.json").binaries == {"/usr/bin/rm"}
+    saved = json.loads((state / "approvals.json").read_text())
+    saved["binaries"].append("/usr/bin/bash")
+    (state / "approvals.json").write_text(json.dumps(saved))
+    assert ApprovalStore(state / "approvals.json").binaries == set()

@@ -17,7 +17,7 @@ def test_help_lists_every_flag() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "hermitcrab.servers.exec", "--help"], capture_output=True, text=True, check=True
     )
-    for flag in ("--root", "--security", "--allow", "--ask", "--sandbox", "--state", "--http", "--no-network"):
+    for flag in ("--root", "--security", "--allow", "--ask", "--sandbox", "--state", "--http", "--network"):
         assert flag in result.stdout
 
 
@@ -28,7 +28,8 @@ def test_flags_become_the_server_config() -> None:
     config = config_from_args(args)
     assert config["roots"] == [Path("/a"), Path("/b")] and config["state"] is None
     assert config["policy"] == Policy(security="full", ask="off", allow=(*DEFAULT_ALLOW, "git", "/opt/x/*"))
-    assert config["sandbox"] == "auto" and config["network"] is True and config["limits"] == Limits()
+    assert config["sandbox"] == "auto" and config["network"] is False and config["limits"] == Limits()
+    assert config_from_args(parser().parse_args(["--network"]))["network"] is True
 
 
 def test_flags_that_narrow_the_defaults() -> None:
