@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-OWN_SERVERS = ("memory", "exec", "browser")
+OWN_SERVERS = ("memory", "exec", "browser", "cron")
 
 
 def launch_command(name: str) -> str:
@@ -26,5 +26,6 @@ def server_entry(name: str, home: Path) -> dict[str, str | list[str]]:
         "memory": ["--workspace", workspace, *state],
         "exec": ["--root", workspace, *state],
         "browser": ["--root", workspace, *state],  # uploads come only from the workspace
+        "cron": state,
     }
     return {"command": launch_command(name), "args": args[name]}

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
+
 from tests.support.fake_llm import NO_PROVIDER_ENV, openai_text, openai_tool_calls
+
+from .conftest import CLI, TEST_SERVER, cli_env
 
 
 def test_chat_replies_shows_tools_and_takes_commands(hermitcrab, llm, desktop_config):
@@ -32,3 +39,34 @@ def test_chat_without_provider_explains_what_to_set(hermitcrab):
 
     assert result.returncode == 1
     assert "No LLM provider is configured" in result.stderr
+
+
+def test_chat_shows_what_a_server_queued_while_it_is_open(hermitcrab_home, llm, tmp_path):
+    queue = tmp_path / "queue.json"
+    queue.write_text(json.dumps([{"id": "job-1:run-1", "text": "remind the user to stretch"}]))
+    server = {"command": sys.executable, "args": [str(TEST_SERVER), "--queue-file", str(queue)]}
+    desktop = tmp_path / "desktop.json"
+    desktop.write_text(json.dumps({"mcpServers": {"kit": server}}))
+    llm.enqueue(openai_text("Time to stretch!"))
+    log = tmp_path / "chat.out"
+
+    with log.open("w") as out:
+        chat = subprocess.Popen(
+            [*CLI, "chat", "--mcp-config", str(desktop)],
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=cli_env(hermitcrab_home, llm),
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while json.loads(queue.read_text()) != []:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+            chat.communicate("/exit\n", timeout=30)
+        finally:
+            chat.kill()
+
+    assert chat.returncode == 0
+    assert "Time to stretch!" in log.read_text()

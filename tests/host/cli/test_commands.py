@@ -31,6 +31,7 @@ def test_init_copies_templates_without_overwriting(hermitcrab_home: Path):
     assert {p.name for p in workspace.glob("*.md")} == set(BOOTSTRAP_ORDER)
     config = tomllib.loads((hermitcrab_home / "config.toml").read_text())
     assert config["mcpServers"]["memory"]["args"][:2] == ["--workspace", str(workspace)]
+    assert config["mcpServers"]["cron"]["args"] == ["--state", str(hermitcrab_home / "state" / "cron")]
     assert len(config["webhook"]["token"]) >= 32 and config["webhook"]["listen"] == "127.0.0.1:8787"
     assert (hermitcrab_home / "config.toml").stat().st_mode & 0o077 == 0
 
