@@ -28,7 +28,7 @@ from . import webhook
 from .events import Item, Notifier, job_item, run_id
 from .jobs import AtSchedule, Job, LastRun
 from .runs import RunLog
-from .schedule import in_words
+from .schedule import in_words, zone
 from .store import Outgoing, SchedulerLock, State, Store
 
 logger = logging.getLogger(__name__)
@@ -55,9 +55,14 @@ class _Written:
 
 
 def next_after(trigger: BaseTrigger, moment: datetime) -> datetime | None:
-    """The trigger's first fire time strictly after `moment` (grid-aligned for intervals, whatever `moment` is)."""
-    fire: datetime | None = trigger.get_next_fire_time(None, moment + _MICRO)  # pyright: ignore[reportUnknownMemberType]
-    return fire if fire is not None and fire > moment else None
+    """The trigger's first fire time strictly after `moment`, in UTC (grid-aligned for intervals, whatever `moment`).
+
+    Everything here is compared in UTC: Python compares two times of the same zone by their wall clock, which
+    calls 02:30 before and after clocks go back equal.
+    """
+    after = moment.astimezone(UTC)
+    fire: datetime | None = trigger.get_next_fire_time(None, after + _MICRO)  # pyright: ignore[reportUnknownMemberType]
+    return fire.astimezone(UTC) if fire is not None and fire.astimezone(UTC) > after else None
 
 
 def next_run(job: Job) -> datetime | None:
@@ -73,7 +78,7 @@ class _Handoff(BaseExecutor):
         self._sink = sink
 
     def submit_job(self, job: SchedulerJob, run_times: list[datetime]) -> None:
-        self._sink(Tick(str(job.id), run_times[-1], "schedule"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        self._sink(Tick(str(job.id), run_times[-1].astimezone(UTC), "schedule"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
 
     def _do_submit_job(self, job: SchedulerJob, run_times: list[datetime]) -> None:
         self.submit_job(job, run_times)
@@ -105,6 +110,7 @@ class Engine:
         self._ticks_in, self._ticks_out = anyio.create_memory_object_stream[Tick](math.inf)
         self._known_events = {item.id for item in store.state.events}
         self._outbox_wake = anyio.Event()
+        self._running = False
 
     @property
     def firing(self) -> bool:
@@ -112,7 +118,11 @@ class Engine:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Engine]:
-        """Fire (or stand by) until the context exits."""
+        """Fire (or stand by) until the context exits; a nested entry (a second in-process client) shares it."""
+        if self._running:
+            yield self
+            return
+        self._running = True
         async with webhook.client() as http, anyio.create_task_group() as group:
             self._take_over_if_free()
             group.start_soon(self._commit_forever)
@@ -126,6 +136,7 @@ class Engine:
                     self.scheduler.shutdown(wait=False)  # pyright: ignore[reportUnknownMemberType]
                     self.scheduler = None
                 self.lock.release()
+                self._running = False
 
     async def current(self) -> State:
         """The newest state, after catching up with another process's writes."""
@@ -149,7 +160,7 @@ class Engine:
             return None, None
         if moment <= now:
             return moment, "due now (overdue; runs as soon as the scheduler is up)"
-        return moment.astimezone(job.trigger().timezone), in_words(moment, job.schedule.tz, now)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        return moment.astimezone(zone(job.schedule.tz)), in_words(moment, job.schedule.tz, now)
 
     def _take_over_if_free(self) -> None:
         if self.scheduler is not None or not self.lock.try_acquire():

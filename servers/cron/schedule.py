@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -89,7 +89,8 @@ class _CronOnce(CronTrigger):
     def get_next_fire_time(self, previous_fire_time: datetime | None, now: datetime) -> datetime | None:
         fire = super().get_next_fire_time(previous_fire_time, now)  # pyright: ignore[reportUnknownMemberType]
         while fire is not None and self._fixed_hour and _second_pass(fire):
-            fire = super().get_next_fire_time(fire, fire)  # pyright: ignore[reportUnknownMemberType]
+            after = fire.astimezone(UTC) + timedelta(microseconds=1)  # in UTC: local arithmetic loses the pass
+            fire = super().get_next_fire_time(None, after)  # pyright: ignore[reportUnknownMemberType]
         return fire
 
 
@@ -156,12 +157,14 @@ def in_words(moment: datetime, tz: str, now: datetime) -> str:
 
 
 def _relative(seconds: float) -> str:
-    if -1 < seconds < 1:
-        return "now"
+    """The largest unit the rounded amount reaches: 59 min 50 s is "1 hour", not "60 minutes"."""
     amount = abs(seconds)
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
-        if amount >= size:
-            count = round(amount / size)
+    if amount < 0.5:
+        return "now"
+    units = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
+    for (unit, size), (_, smaller) in zip(units, [*units[1:], ("", 1)], strict=True):
+        if amount >= size - smaller / 2 or unit == "second":
+            count = max(1, round(amount / size))
             text = f"{count} {unit}{'' if count == 1 else 's'}"
             return f"in {text}" if seconds > 0 else f"{text} ago"
     raise AssertionError("unreachable")  # pragma: no cover

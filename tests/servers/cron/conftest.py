@@ -1,0 +1,62 @@
+"""Fixtures for the cron server: a state dir, a factory for in-process servers, and small call helpers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+
+from hermitcrab.servers.cron import build_server
+
+CronServer = Callable[..., MCPServer]
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return tmp_path / "cron-state"
+
+
+@pytest.fixture
+def cron_server(state: Path) -> CronServer:
+    """Build a server on `state` (a short poll so a second server notices changes quickly)."""
+
+    def make(**options: Any) -> MCPServer:
+        options.setdefault("poll_s", 0.1)
+        return build_server(state, **options)
+
+    return make
+
+
+def job(name: str = "tick", every: int | None = 1, **fields: Any) -> dict[str, Any]:
+    """A job spec: `every` seconds unless a `schedule` is given, with a system event payload."""
+    fields.setdefault("schedule", {"kind": "every", "every_seconds": every})
+    fields.setdefault("payload", {"kind": "system_event", "text": f"{name} says hi"})
+    return {"name": name, **fields}
+
+
+def soon(seconds: float) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat()
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def error_of(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.structured_content
+    return result.content[0].text  # type: ignore[union-attr]  # an error result carries one text block
+
+
+async def events(client: Client) -> dict[str, Any]:
+    contents = (await client.read_resource("cron://events")).contents
+    return json.loads(contents[0].text)  # type: ignore[union-attr]  # a text resource
