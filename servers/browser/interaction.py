@@ -164,7 +164,7 @@ def register(server: MCPServer, runner: Runner) -> None:
 
         async def select(tab: Tab) -> str:
             chosen = await tab.locator(ref, element).select_option(values)
-            return f"Selected {', '.join(chosen) or 'nothing'} in {_label(element, ref)}"
+            return f"Selected {shorten(', '.join(chosen)) or 'nothing'} in {_label(element, ref)}"
 
         return await runner.act(select)
 
@@ -255,7 +255,7 @@ def register(server: MCPServer, runner: Runner) -> None:
         async def answer(tab: Tab) -> str:
             dialog = tab.dialog
             if dialog is None:
-                raise ToolError("No dialog is open in the current tab.")
+                raise ToolError("No dialog is open in the current tab, so there is nothing to answer: go on.")
             tab.dialog = None
             if accept:
                 await dialog.accept(promptText) if promptText is not None else await dialog.accept()

@@ -23,6 +23,7 @@ from .runner import Runner, tab_lines
 from .tab import Tab
 
 _MAX_WAIT_SECONDS = 30.0
+TextState = Literal["hidden", "visible"]
 _SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*):")
 _PORT = re.compile(r"\d+(?:[/?#]|$)")
 _SCHEME_ADVICE = {
@@ -172,7 +173,8 @@ def register(server: MCPServer, runner: Runner) -> None:
             end = anyio.current_time() + max_wait
             if time is not None:
                 await asyncio.sleep(time)
-            for target, state in ((textGone, "hidden"), (text, "visible")):
+            waits: list[tuple[str | None, TextState]] = [(textGone, "hidden"), (text, "visible")]
+            for target, state in waits:
                 if target is None:
                     continue
                 remaining = max(end - anyio.current_time(), _MIN_TEXT_WAIT)

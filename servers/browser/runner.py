@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Literal
@@ -90,7 +90,7 @@ class Runner:
             raise translate(exc) from exc
 
     @asynccontextmanager
-    async def _claim(self) -> AsyncIterator[Tab]:
+    async def _claim(self) -> AsyncGenerator[Tab]:
         """The current tab, once no other call is using it (it may have been closed while we waited)."""
         while True:
             tab = await self.session.current_tab()

@@ -97,7 +97,8 @@ class Session:
 
     def tab_at(self, index: int) -> Tab:
         if not 0 <= index < len(self.tabs):
-            raise ToolError(f"There is no tab {index}; list the tabs with browser_tabs action=list.")
+            have = f"it must be 0 to {len(self.tabs) - 1}" if self.tabs else "no tab is open"
+            raise ToolError(f"There is no tab {index} (`index`: {have}); list the tabs with browser_tabs action=list.")
         return self.tabs[index]
 
     async def died(self, timeout: float = 2.0) -> bool:
@@ -214,12 +215,13 @@ class Session:
             self._wrap(page)
         return context
 
-    def _isolated_env(self) -> dict[str, str]:
+    def _isolated_env(self) -> dict[str, str | float | bool]:
         """Chromium's environment with a throw-away home: it writes crash reports and caches there, not in ~."""
         if self._scratch is None:
             self._scratch = Path(tempfile.mkdtemp(prefix="hermitcrab-browser-"))
         home = self._scratch
-        return os.environ | {
+        return {
+            **os.environ,
             "HOME": str(home),
             "XDG_CONFIG_HOME": str(home / ".config"),
             "XDG_CACHE_HOME": str(home / ".cache"),

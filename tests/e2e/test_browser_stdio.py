@@ -1,4 +1,4 @@
-"""`hermitcrab-browser` as a subprocess over stdio: list tools, open a local page, act on it."""
+"""`hermitcrab-browser` as a subprocess over stdio: list tools, open a local page, act on it, leave HOME alone."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ def site(tmp_path: Path) -> Iterator[str]:
 
 
 async def test_browser_over_stdio(site: str, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
     params = StdioServerParameters(
         command=sys.executable,
         args=[
@@ -39,6 +41,7 @@ async def test_browser_over_stdio(site: str, tmp_path: Path) -> None:
             "--log-level",
             "warning",
         ],
+        env={"HOME": str(home)},
     )
     async with Client(params) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
@@ -48,3 +51,4 @@ async def test_browser_over_stdio(site: str, tmp_path: Path) -> None:
         ref = page.split('button "Go" [ref=')[1].split("]")[0]
         clicked = text_of(await client.call_tool("browser_click", {"ref": ref, "element": "Go button"}))
         assert 'button "Done"' in clicked
+    assert sorted(home.rglob("*")) == []  # --isolated: nothing written in the home directory

@@ -292,7 +292,7 @@ async def test_tab_errors(client: Client, site: str) -> None:
     no_index = await client.call_tool("browser_tabs", {"action": "select"})
     assert no_index.is_error and "Give the index" in text_of(no_index)
     wrong = await client.call_tool("browser_tabs", {"action": "select", "index": 7})
-    assert wrong.is_error and "There is no tab 7" in text_of(wrong)
+    assert wrong.is_error and "There is no tab 7 (`index`: it must be 0 to 0)" in text_of(wrong)
     opened = await call(client, "browser_tabs", action="new")
     assert "about:blank" in opened
     back = await client.call_tool("browser_navigate_back", {})
