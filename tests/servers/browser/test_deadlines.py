@@ -42,14 +42,15 @@ async def timed(client: Client, tool: str, **arguments: object) -> tuple[CallToo
 
 async def test_a_busy_looping_page_is_reported_closed_and_replaced(connect: Connect, site: str) -> None:
     client = await connect(2.0)
+    await timed(client, "browser_navigate", url=f"{site}/second.html")  # the browser starts outside the timing
     stuck, seconds = await timed(client, "browser_navigate", url=f"{site}/busy.html")
     assert stuck.is_error, text_of(stuck)
     assert "did not answer within 2 s" in text_of(stuck) and "closed and replaced" in text_of(stuck)
     assert f"- URL of the closed tab: {site}/busy.html" in text_of(stuck)
-    assert seconds < 2.0 + 3.0  # the deadline, a 1 s probe, closing the tab and opening a new one
+    assert seconds < 2.0 + 4.0  # the deadline, a 1 s probe, closing the tab and opening a new one (~0.6 s)
     after, seconds = await timed(client, "browser_navigate", url=f"{site}/second.html")
     assert not after.is_error and "Second page" in text_of(after)
-    assert seconds < 1.5
+    assert seconds < 2.0
     tabs, _ = await timed(client, "browser_tabs", action="list")
     assert "- 0: (current) [Second]" in text_of(tabs) and "- 1:" not in text_of(tabs)
 
@@ -60,9 +61,9 @@ async def test_a_stuck_background_tab_does_not_hold_up_the_others(connect: Conne
     busy = ref_of(text_of(page), 'link "busy page in a new tab"')
     await timed(client, "browser_click", ref=busy)
     listed, seconds = await timed(client, "browser_tabs", action="list")
-    assert "- 1: [(no answer from the page)]" in text_of(listed) and seconds < 1.5
-    pressed, seconds = await timed(client, "browser_navigate", url=f"{site}/second.html")
-    assert not pressed.is_error and seconds < 1.5
+    assert "- 1: [(no answer from the page)]" in text_of(listed) and seconds < 2.5  # its title waits 1 s
+    moved, seconds = await timed(client, "browser_navigate", url=f"{site}/second.html")
+    assert not moved.is_error and seconds < 2.5
     selected, _ = await timed(client, "browser_tabs", action="select", index=1)
     assert selected.is_error and "closed and replaced" in text_of(selected)
     listed, _ = await timed(client, "browser_tabs", action="list")
@@ -84,7 +85,7 @@ async def test_a_long_wait_holds_up_only_its_own_tab(connect: Connect, site: str
         await timed(client, "browser_tabs", action="new")
         other, _ = await timed(client, "browser_navigate", url=f"{site}/login.html")
         assert not other.is_error and "Sign in" in text_of(other)
-        assert time.monotonic() - started < 1.5 and not waited  # done while the wait still runs
+        assert not waited and time.monotonic() - started < 2.5  # done while the 3 s wait still runs
     [result] = waited
     assert not result.is_error and "Waited: 3 s passed" in text_of(result)
     assert f"- URL: {site}/second.html" in text_of(result)  # it reports the tab it waited on
