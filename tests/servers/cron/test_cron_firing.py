@@ -89,7 +89,9 @@ async def test_a_run_later_than_the_grace_period_is_recorded_as_missed(cron_serv
     async with Client(cron_server()) as client:
         added = await call(client, "cron_add", job=job("stale", schedule={"kind": "at", "at": soon(3600)}))
     rewind(state, added["id"], since=datetime.now(UTC) - timedelta(hours=3))
-    Store(state).transact(lambda current: setattr(current.jobs[added["id"]].schedule, "at", datetime.now(UTC) - timedelta(hours=2)))
+    Store(state).transact(
+        lambda current: setattr(current.jobs[added["id"]].schedule, "at", datetime.now(UTC) - timedelta(hours=2))
+    )
 
     async with Client(cron_server(grace_s=3600)) as client:
         await wait_for(lambda: has_runs(client, added["id"]))
@@ -110,13 +112,12 @@ async def has_runs(client: Client, job_id: str) -> bool:
 
 async def test_a_second_server_on_the_same_store_stands_by_and_takes_over(cron_server: CronServer):
     first, second = cron_server(), cron_server()
-    async with Client(first) as one:
-        async with Client(second) as two:
-            status = await call(two, "cron_status")
-            added = await call(two, "cron_add", job=job(every=1))  # an edit made where nothing fires
-            await wait_for(lambda: has_items(one, 2))
-            seen_by_two = (await events(two))["items"]
-            runs = (await call(one, "cron_runs", job_id=added["id"]))["runs"]
+    async with Client(first) as one, Client(second) as two:
+        status = await call(two, "cron_status")
+        added = await call(two, "cron_add", job=job(every=1))  # an edit made where nothing fires
+        await wait_for(lambda: has_items(one, 2))
+        seen_by_two = (await events(two))["items"]
+        runs = (await call(one, "cron_runs", job_id=added["id"]))["runs"]
     assert status["role"] == "standby" and "another hermitcrab-cron process" in status["detail"]
     assert len(runs) == len({run["run_id"] for run in runs}) >= 2
     assert {item["id"] for item in seen_by_two} <= {run["event_id"] for run in runs}

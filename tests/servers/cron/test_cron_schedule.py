@@ -34,7 +34,11 @@ def test_daily_job_keeps_its_wall_clock_time_across_both_dst_changes():
     spring = fires(trigger, datetime(2026, 3, 27, 12, tzinfo=BERLIN), 3)
     autumn = fires(trigger, datetime(2026, 10, 23, 12, tzinfo=BERLIN), 3)
     assert [fire.astimezone(UTC) for fire in spring] == [utc(2026, 3, 28, 8), utc(2026, 3, 29, 7), utc(2026, 3, 30, 7)]
-    assert [fire.astimezone(UTC) for fire in autumn] == [utc(2026, 10, 24, 7), utc(2026, 10, 25, 8), utc(2026, 10, 26, 8)]
+    assert [fire.astimezone(UTC) for fire in autumn] == [
+        utc(2026, 10, 24, 7),
+        utc(2026, 10, 25, 8),
+        utc(2026, 10, 26, 8),
+    ]
     assert {fire.astimezone(BERLIN).hour for fire in spring + autumn} == {9}
 
 
@@ -101,6 +105,8 @@ def test_unknown_zone_suggests_the_nearest():
 
 def test_next_run_in_words():
     now = datetime(2026, 12, 1, 5, 0, tzinfo=UTC)  # a Tuesday
-    assert in_words(datetime(2026, 12, 1, 8, 0, tzinfo=UTC), "Europe/Berlin", now) == "in 3 hours, Tue 09:00 Europe/Berlin"
+    assert (
+        in_words(datetime(2026, 12, 1, 8, 0, tzinfo=UTC), "Europe/Berlin", now) == "in 3 hours, Tue 09:00 Europe/Berlin"
+    )
     assert in_words(now + timedelta(seconds=45), "UTC", now) == "in 45 seconds, Tue 05:00:45 UTC"
     assert in_words(now + timedelta(days=9), "UTC", now) == "in 9 days, Thu 10 Dec 2026 05:00 UTC"

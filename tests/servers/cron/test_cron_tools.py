@@ -31,7 +31,9 @@ from tests.servers.cron.conftest import CronServer, call, error_of, events, job,
         (job(schedule={"kind": "weekly"}), "`job.schedule`: input tag 'weekly' found using 'kind' does not match"),
     ],
 )
-async def test_invalid_jobs_get_one_clear_error_naming_the_field(cron_server: CronServer, spec: dict[str, Any], named: str):
+async def test_invalid_jobs_get_one_clear_error_naming_the_field(
+    cron_server: CronServer, spec: dict[str, Any], named: str
+):
     async with Client(cron_server()) as client:
         message = await error_of(client, "cron_add", job=spec)
     assert message.startswith("Invalid arguments for cron_add: "), message
@@ -101,8 +103,14 @@ async def test_a_forced_run_names_the_job_and_reaches_the_right_session(cron_ser
         runs = (await call(client, "cron_runs", job_id=added["id"]))["runs"]
     assert ran["ran"] and ran["event_ids"] == [item["id"]]
     assert not not_due["ran"] and not_due["note"].startswith("not due: next run in 1 hour")
-    assert item["text"].startswith('[cron job "digest" run by hand at ') and item["text"].endswith("\nSummarise the inbox")
-    assert item["session"] == "isolated" and item["delivery"] == {"mode": "announce", "channel": "discord", "to": "dm:42"}
+    assert item["text"].startswith('[cron job "digest" run by hand at ') and item["text"].endswith(
+        "\nSummarise the inbox"
+    )
+    assert item["session"] == "isolated" and item["delivery"] == {
+        "mode": "announce",
+        "channel": "discord",
+        "to": "dm:42",
+    }
     assert [(run["status"], run["event_id"]) for run in runs] == [("queued", item["id"])]
 
 

@@ -1,0 +1,67 @@
+"""hermitcrab-cron as a real stdio process: --help, and kill -9 followed by a restart on the same store."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+from tests.servers.cron.conftest import call, events, job, soon
+
+
+def test_help_lists_the_flags():
+    shown = subprocess.run(
+        [sys.executable, "-m", "hermitcrab.servers.cron", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for flag in ("--state", "--grace-s", "--http", "--log-level"):
+        assert flag in shown
+
+
+def server_params(state: Path) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "hermitcrab.servers.cron", "--state", str(state)])
+
+
+def pid_serving(state: Path) -> int:
+    """The live server process whose command line names `state`."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"hermitcrab.servers.cron" in cmdline and str(state).encode() in cmdline:
+                return int(entry)
+    raise AssertionError(f"no cron server running on {state}")
+
+
+async def test_kill_9_then_restart_runs_no_tick_twice_and_catches_up_once(state: Path):
+    with anyio.fail_after(30):
+        async with Client(server_params(state)) as client:
+            every = await call(client, "cron_add", job=job("every", every=1))
+            once = await call(
+                client, "cron_add", job=job("once", schedule={"kind": "at", "at": soon(2.5)}, delete_after_run=True)
+            )
+            while len((await events(client))["items"]) < 2:
+                await anyio.sleep(0.05)
+            os.kill(pid_serving(state), signal.SIGKILL)
+        await anyio.sleep(2.6)  # two ticks of `every`, and `once`, fall into the downtime
+
+        async with Client(server_params(state)) as client:
+            await anyio.sleep(1.2)
+            items = (await events(client))["items"]
+            runs = (await call(client, "cron_runs", limit=100))["runs"]
+            jobs = (await call(client, "cron_list", include_disabled=True))["jobs"]
+
+    run_ids = Counter((run["job_id"], run["run_id"]) for run in runs)
+    assert max(run_ids.values()) == 1, run_ids
+    assert len({item["id"] for item in items}) == len(items)
+    triggers = Counter((run["job_id"], run["trigger"]) for run in runs)
+    assert triggers[(every["id"], "catch-up")] == 1 and triggers[(once["id"], "catch-up")] == 1
+    assert [item["job_id"] for item in items].count(once["id"]) == 1
+    assert [entry["id"] for entry in jobs] == [every["id"]]  # the one-shot was deleted after it fired
