@@ -148,7 +148,7 @@ class Runner:
             notes.append("No tab is open now; browser_navigate opens one.")
             return report.result(notes)
         if shown is tab and tab.dialog is None:
-            await tab.settle(before, _SETTLE_SECONDS)
+            await tab.settle(before, min(_SETTLE_SECONDS, self.session.config.call_timeout_s / 6))
         page = await self.describe(shown, notes, mode)
         page[2:2] = outcome.page  # after URL and title, before tabs and the snapshot
         return report.result(notes, page, outcome.blocks)
