@@ -360,7 +360,8 @@ class Checker:
                 continue
             if not self.sandboxed and base in rules.NO_FILES:
                 continue
-            if not self.sandboxed and operand_only(word) and self._glob_reads_ok(word, base, cwds):
+            plain_glob = not re.search(r"[$`]", word.raw) and (base in rules.ARGUMENT_SAFE or operand_only(word))
+            if not self.sandboxed and plain_glob and self._glob_reads_ok(word, base, cwds):
                 continue
             return (
                 f"`{base}` gets {word.raw!r}, computed at run time: it could be an option or a path "
@@ -382,6 +383,9 @@ class Checker:
     def _check_reads(self, raw: str, base: str, args: list[Word], cwds: list[str | None], scan: _Scan) -> None:
         for word in args:
             for path in _path_candidates(self._expand(word)):
+                if not self.sandboxed and "/" in path and scan.link_maker not in (None, raw):
+                    scan.miss(raw, f"`{base}` reads {path!r} on a line where `{scan.link_maker}` may create a symlink")
+                    return
                 problem = self._read_problem(path, base, cwds)
                 if problem is not None:
                     scan.miss(raw, problem)

@@ -370,7 +370,8 @@ def _find_children(words: list[Word]) -> list[list[Word]]:
             end = index + 1
             while end < len(words) and words[end].text not in (";", "+"):
                 end += 1
-            children.append(words[index + 1 : end])
+            found = Word("<a file find found>", None)  # `{}` is replaced at run time
+            children.append([found if "{}" in (w.text or "") else w for w in words[index + 1 : end]])
             index = end
         index += 1
     return children

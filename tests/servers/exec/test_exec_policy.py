@@ -10,6 +10,8 @@ import pytest
 from hermitcrab.servers.exec.files import Files
 from hermitcrab.servers.exec.policy import Allowlist, Checker, Miss, Policy, Verdict, canonical, resolve_command
 
+TEST_ALLOW = ("ls", "cat", "echo", "grep", "git")
+
 BYPASSES = [
     # chains and pipes
     "rm -rf /",
@@ -152,6 +154,34 @@ BYPASSES = [
     "git log --help",
     "git remote-ext . 'rm x'",
     'git fetch "$X" .',
+    # issue 18, fail closed: the parse must cover the line; computed option names; files named like descriptors
+    "echo $(ls\nrm x)",
+    "echo `ls\nrm x`",
+    "cat <(ls\nrm x)",
+    "find . $'-exec' rm x ';'",
+    "find . -exe[c] rm x ';'",
+    "x=-exec; find . $x rm x \\;",
+    "sort $x a.txt",
+    "cd .. && echo x > 5",
+    "cd .. && echo x > -",
+    "echo x > /proc/self/cwd/../x",
+    "cd /proc/self/cwd && echo x > ../x",
+    "cat /proc/1/environ",
+    "TAR_OPTIONS=--to-command=rm ls",
+    "export TAR_OPTIONS=x",
+    "env TAR_OPTIONS=x ls",
+    "[ -v 'a[$(rm x)]' ]",
+    "git --bare log",
+    "git --exec-path=. status",
+    "git apply p.patch && echo x > l/x",
+    # option allowlists
+    "find . -fprintf /etc/x %p",
+    "find . -newerXY x",
+    "sort --compress-program=rm a.txt",
+    "sort --compress-prog=rm a.txt",
+    "date 010100002030",
+    "file -C -m x",
+    "tree -R",
     # process multiplication (as root, RLIMIT_NPROC does not apply)
     "f(){ f|f& }; f",
     "f(){ g; }; g(){ f; }; f",
@@ -208,6 +238,23 @@ def test_bypass_is_refused_with_a_reason(checker: Checker, workspace: Path, comm
 def test_allowed_forms_pass(checker: Checker, workspace: Path, command: str) -> None:
     verdict = checker.check(command, workspace)
     assert verdict.allowed, verdict
+
+
+def test_without_the_sandbox_computed_paths_and_credential_holders_are_misses(workspace: Path, state: Path) -> None:
+    home = workspace.parent / "home"
+    (home / ".ssh").mkdir(parents=True)
+    unsandboxed = Checker(
+        Policy(allow=TEST_ALLOW),
+        [workspace],
+        protected=[state],
+        hidden=[home / ".ssh"],
+        search_path=os.environ["PATH"],
+        home=str(home),
+    )
+    for command in ('cat "$f"', "grep -r x ~", "cat ~/.ss?/id_rsa", "echo ~/.ssh/x | xargs cat", "cd ~ && cat .ssh/x"):
+        assert not unsandboxed.check(command, workspace).allowed, command
+    for command in ("cat a.txt", "ls ~/", "grep -r hello .", "cat *.txt", "ls -la /"):
+        assert unsandboxed.check(command, workspace).allowed, command
 
 
 def test_symlink_named_like_an_allowed_binary_is_not_allowed(checker: Checker, workspace: Path) -> None:

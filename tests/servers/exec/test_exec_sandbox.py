@@ -53,7 +53,7 @@ async def test_state_inside_a_root_stays_read_only(tmp_path: Path) -> None:
     state = root / "state"
     state.mkdir(parents=True)
     server = build_server(roots=[root], state=state, policy=Policy(security="full"), sandbox="bwrap")
-    out = await run(server, "echo '{}' > state/approvals.json")
+    await run(server, "echo '{}' > state/approvals.json")
     assert not (state / "approvals.json").exists()  # the state is hidden: the write lands in an empty tmpfs
 
 
