@@ -340,7 +340,7 @@ def _uncovered(source: str, trees: list[Any]) -> str | None:
             return
         for child in _children(node):
             if kind == "redirect" and child.kind == "word":
-                mark(*child.pos, 0)
+                mark(child.pos[0], child.pos[1], 0)
             walk(child)
 
     for tree in trees:
