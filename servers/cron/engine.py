@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -117,7 +117,7 @@ class Engine:
         return self.scheduler is not None
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[Engine]:
+    async def running(self) -> AsyncGenerator[Engine]:
         """Fire (or stand by) until the context exits; a nested entry (a second in-process client) shares it."""
         if self._running:
             yield self

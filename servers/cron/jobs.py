@@ -26,7 +26,7 @@ def _valid_zone(name: str) -> str:
     try:
         zone(name)
     except ScheduleError as exc:
-        raise PydanticCustomError("time_zone", str(exc)) from None
+        raise PydanticCustomError("time_zone", "{reason}", {"reason": str(exc)}) from None
     return name
 
 
@@ -87,7 +87,7 @@ class CronSchedule(BaseModel):
         try:
             return cron_trigger(self.expr, self.tz)
         except ScheduleError as exc:
-            raise PydanticCustomError("cron_expression", str(exc)) from None
+            raise PydanticCustomError("cron_expression", "{reason}", {"reason": str(exc)}) from None
 
 
 Schedule = Annotated[AtSchedule | EverySchedule | CronSchedule, Field(discriminator="kind")]

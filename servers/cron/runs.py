@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -24,22 +25,27 @@ class RunLog:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.keep = keep
         self._lines: dict[str, int] = {}
+        self._mutex = threading.Lock()  # appends come from the event loop and from worker threads
 
     def append(self, records: list[dict[str, Any]]) -> None:
         by_job: dict[str, list[str]] = defaultdict(list)
         for record in records:
             by_job[record["job_id"]].append(json.dumps(record, ensure_ascii=False) + "\n")
-        for job_id, lines in by_job.items():
-            path = self._path(job_id)
-            with path.open("a", encoding="utf-8") as handle:
-                handle.write("".join(lines))
-            count = self._lines.get(job_id)
-            count = (count if count is not None else _count_lines(path) - len(lines)) + len(lines)
-            if count >= self.keep + self.keep // 2:
-                kept = path.read_text(encoding="utf-8").splitlines(keepends=True)[-self.keep :]
-                atomic_write_text(path, "".join(kept))
-                count = len(kept)
-            self._lines[job_id] = count
+        with self._mutex:
+            for job_id, lines in by_job.items():
+                self._append(job_id, lines)
+
+    def _append(self, job_id: str, lines: list[str]) -> None:
+        path = self._path(job_id)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write("".join(lines))
+        known = self._lines.get(job_id)
+        count = (known if known is not None else _count_lines(path) - len(lines)) + len(lines)
+        if count >= self.keep + self.keep // 2:
+            kept = path.read_text(encoding="utf-8").splitlines(keepends=True)[-self.keep :]
+            atomic_write_text(path, "".join(kept))
+            count = len(kept)
+        self._lines[job_id] = count
 
     def read(self, job_id: str | None, limit: int) -> list[dict[str, Any]]:
         """The newest `limit` records, newest first, of one job or of all."""

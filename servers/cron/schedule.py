@@ -11,6 +11,7 @@ import difflib
 import re
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from typing import cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from apscheduler.triggers.base import BaseTrigger
@@ -87,11 +88,15 @@ class _CronOnce(CronTrigger):
         self._fixed_hour = fixed_hour
 
     def get_next_fire_time(self, previous_fire_time: datetime | None, now: datetime) -> datetime | None:
-        fire = super().get_next_fire_time(previous_fire_time, now)  # pyright: ignore[reportUnknownMemberType]
+        fire = self._cron_next(previous_fire_time, now)
         while fire is not None and self._fixed_hour and _second_pass(fire):
             after = fire.astimezone(UTC) + timedelta(microseconds=1)  # in UTC: local arithmetic loses the pass
-            fire = super().get_next_fire_time(None, after)  # pyright: ignore[reportUnknownMemberType]
+            fire = self._cron_next(None, after)
         return fire
+
+    def _cron_next(self, previous_fire_time: datetime | None, now: datetime) -> datetime | None:
+        fire = super().get_next_fire_time(previous_fire_time, now)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]  # APScheduler 3 is untyped
+        return cast(datetime | None, fire)
 
 
 def _second_pass(moment: datetime) -> bool:
