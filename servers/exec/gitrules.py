@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .options import option_use
+from .gitoptions import SPECS
+from .options import option_use, parse_options
 from .shell import Word
 
 # Options before the subcommand that configure git itself, or point it at code (named for the refusal message);
@@ -130,8 +131,16 @@ def reason(args: Sequence[Word]) -> str | None:
             return f"`git {sub} {option}` can make git run a program or use files the model wrote"
     if _RISKY_ACTIONS.get(sub) in words:
         return f"`git {sub} {_RISKY_ACTIONS[sub]}` runs a shell command"
-    if sub == "config" and not ({"--get", "--list", "-l", "--get-all", "--get-regexp"} & set(words)):
-        return "`git config` can make git run arbitrary programs"
+    options = SPECS.get(sub)
+    if options is None:
+        flagged = next((w for w in words if w.startswith("-")), None)
+        return None if flagged is None else f"`git {sub} {flagged}`: no option of `git {sub}` is known to be safe"
+    parsed = parse_options(f"git {sub}", rest, options)
+    if parsed.problem is not None:
+        return parsed.problem
+    reads = {"--get", "--list", "-l", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool"}
+    if sub == "config" and not (reads & set(words)) and len(parsed.operands) != 1:
+        return "`git config` that sets a value can make git run arbitrary programs"
     return None
 
 

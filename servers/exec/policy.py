@@ -439,6 +439,9 @@ class Checker:
             return
         if redirect.op in (">&", "<&") and (target.text == "-" or (target.text or "").isdigit()):
             return  # duplicates or closes a descriptor (`>&2`, `>&-`); `> 2` and `> -` are files
+        if (target.text or "").startswith(("/dev/tcp/", "/dev/udp/")):
+            scan.miss(raw, f"`{raw}` opens a network connection through bash's {target.text!r}")
+            return
         if redirect.writes:
             self._check_write(target, raw, f"`{raw}` redirects output", cwds, scan)
             return

@@ -174,7 +174,13 @@ BYPASSES = [
     "git --bare log",
     "git --exec-path=. status",
     "git apply p.patch && echo x > l/x",
+    "cat < /dev/tcp/127.0.0.1/1",
     # option allowlists
+    "git log --ext-diff",
+    "git commit -S -m x",
+    "git tag -v x",
+    "git config user.email x@y",
+    "git difftool",
     "find . -fprintf /etc/x %p",
     "find . -newerXY x",
     "sort --compress-program=rm a.txt",
