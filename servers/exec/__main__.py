@@ -14,7 +14,7 @@ from hermitcrab.servers._common.serve import add_log_level, serve
 from .policy import DEFAULT_ALLOW, Policy
 from .runner import Limits
 from .sandbox import SandboxUnavailable
-from .server import build_server
+from .server import StateInsideRoot, build_server
 
 
 def parser() -> argparse.ArgumentParser:
@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"hermitcrab-exec: --root {exc}")
     except SandboxUnavailable as exc:
         sys.exit(f"hermitcrab-exec: --sandbox bwrap: {exc}")
+    except StateInsideRoot as exc:
+        sys.exit(f"hermitcrab-exec: --state: {exc}")
     serve(server, args.http, args.log_level)
 
 

@@ -66,7 +66,8 @@ def build_server(
 ) -> MCPServer:
     """Build the exec server (the default workspace is created; given `roots` must be directories already).
 
-    Raises NotADirectoryError for a missing root and SandboxUnavailable when `sandbox="bwrap"` cannot work here.
+    Raises NotADirectoryError for a missing root, StateInsideRoot when the state directory overlaps a root, and
+    SandboxUnavailable when `sandbox="bwrap"` cannot work here.
     """
     environ = dict(os.environ if environ is None else environ)
     workspace, default_state = default_paths("exec", environ)
@@ -79,6 +80,9 @@ def build_server(
         roots = [workspace.expanduser().resolve()]
         roots[0].mkdir(parents=True, exist_ok=True)
     state = (state or default_state).expanduser().resolve()
+    overlap = next((r for r in roots if r == state or r.is_relative_to(state) or state.is_relative_to(r)), None)
+    if overlap is not None:
+        raise StateInsideRoot(f"the state directory {state} overlaps the root {overlap}; give --state outside it")
     policy = policy or Policy()
     limits = limits or Limits()
     hidden = [p.resolve() for p in secret_paths(Path(environ.get("HOME", "/nonexistent")), workspace.parent)]
@@ -242,6 +246,10 @@ def build_server(
         )
 
     return server
+
+
+class StateInsideRoot(ValueError):
+    """The server's state (approvals) would be inside a root, where commands and the file tools could reach it."""
 
 
 def sandbox_note(sandboxed: bool, network: bool) -> str:

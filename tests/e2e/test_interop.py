@@ -58,7 +58,7 @@ def test_inspector_cli_lists_our_servers_tools(server: str, expected: str, tmp_p
     (tmp_path / "ws").mkdir()
     flags = {
         "memory": ["--workspace", str(tmp_path / "ws"), "--state", str(tmp_path / "state")],
-        "exec": ["--root", str(tmp_path), "--state", str(tmp_path / "state")],
+        "exec": ["--root", str(tmp_path / "ws"), "--state", str(tmp_path / "state")],
         "browser": ["--isolated", "--state", str(tmp_path / "state")],
     }[server]
 

@@ -15,6 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from hermitcrab.servers.exec import build_server
 from hermitcrab.servers.exec.files import Files
+from hermitcrab.servers.exec.server import StateInsideRoot
 
 pytestmark = pytest.mark.anyio
 
@@ -57,13 +58,12 @@ async def test_path_escapes_are_refused_in_every_file_tool(
     assert (workspace.parent / "outside" / "secret.txt").read_text() == "secret\n"
 
 
-async def test_state_dir_is_refused_even_inside_a_root(tmp_path: Path) -> None:
+@pytest.mark.parametrize("state", ["home/state/exec", "home", "."])
+def test_a_state_dir_overlapping_a_root_is_refused_at_start(tmp_path: Path, state: str) -> None:
     root = tmp_path / "home"
     root.mkdir()
-    server = build_server(roots=[root], state=root / "state" / "exec", sandbox="none")
-    async with Client(server) as client:
-        is_error, message = await text(client, "write_file", path="state/exec/approvals.json", content="{}")
-    assert is_error and "own state" in message
+    with pytest.raises(StateInsideRoot, match="overlaps the root"):
+        build_server(roots=[root], state=tmp_path / state, sandbox="none")
 
 
 async def test_read_with_line_numbers_and_paging(server_factory: Callable[..., MCPServer], workspace: Path) -> None:

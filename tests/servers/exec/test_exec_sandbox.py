@@ -48,13 +48,11 @@ async def test_only_the_roots_are_writable(
     assert (workspace / "inside.txt").exists() and not (outside / "escaped.txt").exists()
 
 
-async def test_state_inside_a_root_stays_read_only(tmp_path: Path) -> None:
-    root = tmp_path / "home"
-    state = root / "state"
-    state.mkdir(parents=True)
-    server = build_server(roots=[root], state=state, policy=Policy(security="full"), sandbox="bwrap")
-    await run(server, "echo '{}' > state/approvals.json")
-    assert not (state / "approvals.json").exists()  # the state is hidden: the write lands in an empty tmpfs
+async def test_state_is_hidden_from_commands(workspace: Path, outside: Path) -> None:
+    state = outside / "state"
+    server = build_server(roots=[workspace], state=state, policy=Policy(security="full"), sandbox="bwrap")
+    out = await run(server, f"ls -A {state}; echo '{{}}' > {state}/approvals.json")
+    assert out["stdout"] == "" and not (state / "approvals.json").exists() and (state / "approvals.key").exists()
 
 
 async def test_timeout_kills_processes_that_left_the_session(
