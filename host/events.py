@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 EventKind = Literal["message", "heartbeat", "cron", "webhook", "subagent", "server"]
+ChatType = Literal["direct", "group", "thread"]
+"""What kind of conversation a user's message came from; the host derives its session from it (`routing.py`)."""
 OnDone = Callable[[bool], Awaitable[None]]
 
 
@@ -17,6 +19,8 @@ class Target:
     channel: str
     conversation: str
     user: str | None = None
+    reply_to: str | None = field(default=None, compare=False)
+    """The message this answers, for IMs that thread replies; not part of the conversation's identity."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,8 @@ class Event:
     text: str
     target: Target
     session_key: str = "main"
+    chat: ChatType | None = None
+    """Set by chat channels: the host then picks `session_key` by its routing rule, never the channel."""
     metadata: dict[str, Any] = field(default_factory=dict[str, Any])
     deliver: bool = True
     on_done: OnDone | None = field(default=None, compare=False, repr=False)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import anyio
 from anyio.abc import ObjectReceiveStream, TaskGroup, TaskStatus
@@ -17,6 +17,7 @@ from .failures import failure_text
 from .heartbeat import is_heartbeat_ok
 from .last_target import LastTarget
 from .loop import Activity
+from .routing import DmScope, routed
 
 logger = logging.getLogger(__name__)
 
@@ -62,9 +63,9 @@ class BoundConversation:
         return await self.gateway.ask(self.target, question, choices)
 
     async def send(self, text: str, channel: str | None = None, to: str | None = None) -> None:
-        target = replace(
-            self.target, channel=channel or self.target.channel, conversation=to or self.target.conversation
-        )
+        target = self.target
+        if (channel or target.channel, to or target.conversation) != (target.channel, target.conversation):
+            target = Target(channel or target.channel, to or target.conversation)
         await self.gateway.deliver(target, text)
 
 
@@ -79,8 +80,10 @@ class Gateway:
         ask_timeout_s: float,
         on_tool: Activity | None = None,
         last_target: LastTarget | None = None,
+        dm_scope: DmScope = "main",
     ) -> None:
         self.agent = agent
+        self.dm_scope = dm_scope
         self.last_target = last_target
         self.channels = dict(channels)
         self.ask_timeout_s = ask_timeout_s
@@ -101,7 +104,8 @@ class Gateway:
             await anyio.sleep_forever()
 
     async def submit(self, event: Event) -> None:
-        """Accept an event: the answer to the question on screen, or work queued for its session."""
+        """Accept an event: the answer to the question on screen, or work queued for its session (by `routing`)."""
+        event = routed(event, self.dm_scope)
         asking = self._asking.get(_conversation(event.target))
         if asking is not None and asking.answer(event):
             return
@@ -166,24 +170,25 @@ class Gateway:
         """Put a question to `target.user`; their next message in the conversation (or the channel's prompt) answers.
 
         Questions of one conversation queue up: each is shown once the one before it was answered or expired, and
-        its timeout starts then.
+        its timeout starts then. A channel with its own prompt (`ask`, e.g. buttons) shows the question; a typed
+        reply from the same user answers it too, and the prompt is then withdrawn (cancelled).
         """
         asking = self._asking.setdefault(_conversation(target), _Asking())
         channel = self.channels.get(target.channel)
         own_prompt = getattr(channel, "ask", None)
         async with asking.turn:
-            if own_prompt is not None:
-                with anyio.move_on_after(self.ask_timeout_s):
-                    answer: str | None = await own_prompt(target, question, choices)
-                    return answer
-                return None
             pending = _Question(target.user)
             asking.shown = pending
             try:
-                text = question if not choices else f"{question}\n" + "\n".join(f"  - {choice}" for choice in choices)
-                await self.deliver(target, text)
                 with anyio.move_on_after(self.ask_timeout_s):
-                    await pending.answered.wait()
+                    async with anyio.create_task_group() as group:
+                        if own_prompt is not None:
+                            group.start_soon(_prompt, own_prompt, target, question, choices, asking)
+                        else:
+                            text = question if not choices else f"{question}\n" + "\n".join(f"  - {c}" for c in choices)
+                            await self.deliver(target, text)
+                        await pending.answered.wait()
+                        group.cancel_scope.cancel()
             finally:
                 if asking.shown is pending:
                     asking.shown = None
@@ -227,6 +232,22 @@ async def _done(event: Event, handled: bool) -> None:
         await event.on_done(handled)
     except Exception:  # e.g. the ack call failed: the item comes again and is then skipped as handled
         logger.warning("could not acknowledge a %s event", event.kind, exc_info=True)
+
+
+async def _prompt(
+    prompt: Callable[[Target, str, Sequence[str] | None], Awaitable[str | None]],
+    target: Target,
+    question: str,
+    choices: Sequence[str] | None,
+    asking: _Asking,
+) -> None:
+    """The channel's own prompt answers the question on screen, unless a typed reply came first."""
+    answer = await prompt(target, question, choices)
+    question_on_screen = asking.shown
+    if question_on_screen is not None:
+        asking.shown = None
+        question_on_screen.answer = answer
+        question_on_screen.answered.set()
 
 
 def _conversation(target: Target) -> tuple[str, str]:

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,7 +31,7 @@ class LastTarget:
     def remember(self, target: Target) -> None:
         if target == self._current:
             return
-        self._current = target
+        self._current = target = replace(target, reply_to=None)  # announcements start new threads
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(f".{uuid.uuid4().hex[:6]}.tmp")
         with tmp.open("w", encoding="utf-8") as handle:
