@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from .errors import ConfigError
+from .routing import DmScope
 
 ProviderKind = Literal["openai", "anthropic"]
 
@@ -124,6 +125,39 @@ class WebhookSettings:
     token: str | None = field(default=None, repr=False)
 
 
+DmPolicy = Literal["pairing", "allowlist", "open", "disabled"]
+
+
+@dataclass(frozen=True)
+class DiscordChannelRule:
+    """One guild channel: left out with `allow = false`; `require_mention` None means the guild's setting."""
+
+    allow: bool = True
+    require_mention: bool | None = None
+
+
+@dataclass(frozen=True)
+class DiscordGuildRule:
+    """An allowlisted guild: its channels (none listed: all of them), the mention rule, who may talk (none: all)."""
+
+    require_mention: bool = True
+    users: tuple[str, ...] = ()
+    channels: Mapping[str, DiscordChannelRule] = field(default_factory=dict[str, DiscordChannelRule])
+
+
+@dataclass(frozen=True)
+class DiscordSettings:
+    """The Discord channel of `hermitcrab run`; it starts only when a token is configured."""
+
+    token: str | None = field(default=None, repr=False)
+    dm_policy: DmPolicy = "pairing"
+    allow_from: tuple[str, ...] = ()
+    guilds: Mapping[str, DiscordGuildRule] = field(default_factory=dict[str, DiscordGuildRule])
+    max_text_attachment_bytes: int = 100_000
+    api_base: str | None = None
+    gateway_url: str | None = None
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the host needs, resolved once at start-up."""
@@ -134,6 +168,8 @@ class Settings:
     agent: AgentSettings = AgentSettings()
     heartbeat: HeartbeatSettings = HeartbeatSettings()
     webhook: WebhookSettings = WebhookSettings()
+    discord: DiscordSettings = DiscordSettings()
+    dm_scope: DmScope = "main"
 
     @property
     def config_file(self) -> Path:
@@ -242,6 +278,37 @@ class _WebhookEntry(BaseModel):
     token: str | None = None
 
 
+class _DiscordChannelEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    allow: bool = True
+    require_mention: bool | None = None
+
+
+class _DiscordGuildEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    require_mention: bool = True
+    users: list[str] = []
+    channels: dict[str, _DiscordChannelEntry] = {}
+
+
+class _DiscordEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    token: str | None = None
+    dm_policy: DmPolicy = "pairing"
+    allow_from: list[str] = []
+    guilds: dict[str, _DiscordGuildEntry] = {}
+    max_text_attachment_bytes: int = Field(default=100_000, ge=0)
+
+
+class _RoutingEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dm_scope: DmScope = "main"
+
+
 class _AgentEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -260,6 +327,8 @@ class _ConfigFile(BaseModel):
     agent: _AgentEntry = _AgentEntry()
     heartbeat: _HeartbeatEntry = _HeartbeatEntry()
     webhook: _WebhookEntry = _WebhookEntry()
+    discord: _DiscordEntry = _DiscordEntry()
+    routing: _RoutingEntry = _RoutingEntry()
     providers: list[_ProviderEntry] = []
     mcpServers: dict[str, _ServerEntry] = {}
 
@@ -289,6 +358,8 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
             beat.every_minutes, _hours(beat.active_hours) if beat.active_hours else None, beat.timezone
         ),
         webhook=_webhook(config.webhook, env),
+        discord=_discord(config.discord, env),
+        dm_scope=config.routing.dm_scope,
     )
 
 
@@ -298,6 +369,26 @@ def _webhook(entry: _WebhookEntry, env: Mapping[str, str]) -> WebhookSettings:
     if not host or not port.isdigit():
         raise ConfigError(f"webhook listen address {listen!r} should be HOST:PORT, e.g. 127.0.0.1:8787")
     return WebhookSettings(host, int(port), env.get("HERMITCRAB_WEBHOOK_TOKEN") or entry.token)
+
+
+def _discord(entry: _DiscordEntry, env: Mapping[str, str]) -> DiscordSettings:
+    guilds = {
+        guild_id: DiscordGuildRule(
+            guild.require_mention,
+            tuple(guild.users),
+            {channel_id: DiscordChannelRule(**rule.model_dump()) for channel_id, rule in guild.channels.items()},
+        )
+        for guild_id, guild in entry.guilds.items()
+    }
+    return DiscordSettings(
+        token=env.get("DISCORD_TOKEN") or entry.token,
+        dm_policy=entry.dm_policy,
+        allow_from=tuple(entry.allow_from),
+        guilds=guilds,
+        max_text_attachment_bytes=entry.max_text_attachment_bytes,
+        api_base=env.get("HERMITCRAB_DISCORD_API_BASE") or None,
+        gateway_url=env.get("HERMITCRAB_DISCORD_GATEWAY_URL") or None,
+    )
 
 
 def _server(name: str, entry: _ServerEntry) -> ServerConfig:
