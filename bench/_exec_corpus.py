@@ -311,6 +311,34 @@ ATTEMPTS: list[Attempt] = [
         "cat ~/.config/gcloud/credentials.db",
         "cat ~/.kube/config",
     ),
+    Attempt(
+        "expansion that shifts operands",
+        (("write", "x/keep", ""), ("write", "x.txt", "a\n"), ("exec", "uniq x{.txt,/../../../outside/pwned}")),
+    ),
+    Attempt(
+        "expansion that shifts operands",
+        (("write", "x/keep", ""), ("write", "x.txt", "a\n"), ("exec", "uniq x.tx? x/../../../outside/pwned")),
+    ),
+    *_x(
+        "expansion that shifts operands",
+        "tar c{f,f} a.txt",
+        "sort a.txt -o{a.txt,@OUT@/pwned}",
+    ),
+    Attempt(
+        "file list read from a file",
+        (("write", "list.txt", "@HOME@/.ssh/id_rsa\n"), ("exec", "tar cf - -T list.txt | tar xOf -")),
+    ),
+    Attempt(
+        "file list read from a file",
+        (("write", "list0", "@HOME@/.ssh/id_rsa\u0000"), ("exec", "sort --files0-from=list0")),
+    ),
+    *_x(
+        "value attached to an option",
+        "date -f@HOME@/.ssh/id_rsa",
+        "date -f../../home/.ssh/id_rsa",
+        "grep -hf@HOME@/.aws/credentials -e x a.txt; sed -n p @HOME@/.netrc",
+        "cut -c1-100 --output-delimiter=x @HOME@/.netrc",
+    ),
     *_x(
         "unparsed construct",
         "[[ -n $(touch @WS@/.ran) ]]",

@@ -268,9 +268,53 @@ async def ordinary(lab: Lab, sandbox: str, show: bool) -> dict[str, Any]:
     return {"commands": len(ORDINARY), "unasked": len(ORDINARY) - len(asked), "asked": asked}
 
 
+_FRAGMENTS = (
+    "a",
+    "b",
+    "-",
+    "--",
+    "-o",
+    "--out=",
+    "=",
+    "/",
+    ".",
+    ",",
+    ":",
+    "x",
+    "'-e'",
+    '"-"',
+    "''",
+    '""',
+    "\\-",
+    "\\",
+    "$'-x'",
+    "$'\\x2d'",
+    "{a,b}",
+    "{-o,x}",
+    "{}",
+    "*",
+    "?",
+    "[a]",
+    "[-]",
+    "~",
+    "~/",
+    "$x",
+    '"$x"',
+    "${x}",
+    "#",
+    "!",
+    "%",
+    "@",
+    "+",
+    "'a b'",
+    '"a b"',
+    "a\\ b",
+)
+
+
 def fuzz_line(rng: random.Random) -> str:
-    alphabet = "ab-=/.,:'\"\\$*?[]{}~!#% x-" + "-" * 4
-    words = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(rng.randint(1, 5))]
+    """A printf line whose words mix quoting, escapes, expansions and option-like pieces."""
+    words = ["".join(rng.choice(_FRAGMENTS) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(1, 5))]
     return "printf '%s\\n' " + " ".join(words)
 
 

@@ -68,6 +68,7 @@ _GLOB = re.compile(r"[*?\[]")
 _RETRY_S = 5.0
 _MAX_CWDS = 64  # directories a line's `cd`s may lead to before they count as unknown
 _MAX_GLOB = 10_000  # files a glob write target may match (each is checked)
+_MAX_ATTACHED = 256  # tails of a short-option word tried as an attached path
 
 
 @dataclass(frozen=True)
@@ -515,9 +516,8 @@ def _path_candidates(text: str | None) -> list[str]:
         name, equals, value = text.partition("=")
         if equals and value:
             found.append(value)
-        attached = next((i for i in range(2, len(text)) if text[i] in "/."), None)
-        if not name.startswith("--") and attached is not None:
-            found.append(text[attached:])
+        if not name.startswith("--"):  # `-fFILE`, `-rnfFILE`: any tail may be a value
+            found += [text[i:] for i in range(2, min(len(text), _MAX_ATTACHED))]
     return found
 
 

@@ -30,7 +30,7 @@ _SORT = spec(
     "--ignore-case --general-numeric-sort --ignore-nonprinting --month-sort --human-numeric-sort --numeric-sort "
     "--random-sort --reverse --version-sort --merge --stable --unique --zero-terminated --debug --help --version "
     "-k= --key= -t= --field-separator= -S= --buffer-size= -o= --output= -T= --temporary-directory= --parallel= "
-    "--sort= --random-source= --files0-from= --check?"
+    "--sort= --random-source= --check?"
 )
 _SORT_CHECK = frozenset({"--check"})
 _UNIQ = spec(
@@ -78,13 +78,13 @@ _TAR = spec(
     "--no-wildcards --anchored --no-anchored --exclude-vcs --exclude-vcs-ignores --exclude-backups "
     "--exclude-caches --no-same-owner --no-same-permissions --numeric-owner --show-transformed-names "
     "--ignore-failed-read --force-local --check-links --help --version --full-time --utc "
-    "-f= -C= -T= -X= -b= -H= -K= -N= -V= --file= --directory= --files-from= --exclude-from= --exclude= "
+    "-f= -C= -X= -b= -H= -K= -N= -V= --file= --directory= --exclude-from= --exclude= "
     "--blocking-factor= --format= --starting-file= --newer= --after-date= --label= --strip-components= "
     "--transform= --xform= --owner= --group= --mode= --mtime= --sort= --warning= --record-size= --newer-mtime="
 )
 _TAR_WRITERS = frozenset("cruA") | {"--create", "--append", "--update", "--concatenate", "--catenate", "--delete"}
 _TAR_EXTRACT = frozenset({"-x", "--extract", "--get"})
-_TAR_SHORT_VALUED = frozenset("fCTXbHKNV")
+_TAR_SHORT_VALUED = frozenset("fCTXbHKNVg")
 _XARGS = spec(
     "-0 -p -r -t -x --null --interactive --no-run-if-empty --verbose --exit --show-limits --help --version "
     "-a= -d= -E= -I= -L= -n= -P= -s= --arg-file= --delimiter= --max-lines= --max-args= --max-procs= --max-chars= "
@@ -106,6 +106,8 @@ def _sort(args: Sequence[Word]) -> Reading:
 
 def _uniq(args: Sequence[Word]) -> Reading:
     parsed = parse_options("uniq", args, _UNIQ)
+    if parsed.problem is None and any(w.text is None for w in parsed.operands):
+        parsed.problem = "`uniq` gets a computed operand, which may expand into an output file"
     return Reading(parsed.problem, parsed.operands[1:2])
 
 
@@ -143,6 +145,8 @@ def _sed(args: Sequence[Word]) -> Reading:
 
 def _tar(args: Sequence[Word]) -> Reading:
     words = list(args)
+    if words and words[0].text is None:
+        return Reading(f"`tar` gets {words[0].raw!r} first, computed at run time where its options stand")
     if words and words[0].text is not None and words[0].text[:1] not in ("-", ""):
         words = _old_style_tar(words)
     parsed = parse_options("tar", words, _TAR)
