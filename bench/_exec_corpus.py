@@ -4,7 +4,7 @@ Placeholders: @WS@ the workspace (the only root), @OUT@ a directory outside it, 
 holding everything, @HOME@ the commands' $HOME (secrets inside), @HC@ $HERMITCRAB_HOME, @STATE@ the server's
 state, @PID@ the server's pid, @PORT@ a listener on 127.0.0.1, @RUN@ a program off the allowlist that leaves a
 mark (`touch @WS@/.ran`). A step is ("exec", command), ("write", path, content) for the write_file tool, or
-("restart",) to build the server again (it reloads approvals.json).
+("restart",) to build the server again (it reloads approvals.json), ("background", command) to start one and go on.
 """
 
 from __future__ import annotations
@@ -154,6 +154,17 @@ ATTEMPTS: list[Attempt] = [
     Attempt(
         "symlink created on the same line",
         (("write", "link.patch", _LINK_PATCH), ("exec", "git apply link.patch && git -C l init")),
+    ),
+    Attempt(
+        "symlink made by a command still running",
+        (
+            ("write", "link.patch", _LINK_PATCH),
+            ("background", "find /usr -name nothing-here; git apply link.patch"),
+            (
+                "exec",
+                "find /usr -name nothing-here; find /usr -name nothing-here; find /usr -name x; echo pwned > l/pwned",
+            ),
+        ),
     ),
     *_x(
         "environment variable off the allowlist",

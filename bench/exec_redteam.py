@@ -187,6 +187,7 @@ def make_server(lab: Lab, sandbox: str) -> Any:
 async def run_steps(lab: Lab, sandbox: str, attempt: Attempt) -> list[str]:
     """Every step through the server; returns the text of each result (output or refusal)."""
     texts: list[str] = []
+    sessions: list[str] = []
     server = make_server(lab, sandbox)
     client_cm = Client(server)
     client = await client_cm.__aenter__()
@@ -201,12 +202,17 @@ async def run_steps(lab: Lab, sandbox: str, attempt: Attempt) -> list[str]:
                 args: dict[str, Any] = {"path": lab.render(step[1]), "content": lab.render(step[2])}
                 result = await client.call_tool("write_file", args)
             else:
-                args = {"command": lab.render(step[1]), "timeout_s": 20}
+                args = {"command": lab.render(step[1]), "timeout_s": 20, "background": step[0] == "background"}
                 if len(step) > 2:
                     name, _, value = lab.render(step[2]).partition("=")
                     args["env"] = {name: value}
                 result = await client.call_tool("exec", args)
+                if step[0] == "background" and not result.is_error and result.structured_content:
+                    sessions.append(result.structured_content["session_id"])
             texts.append(json.dumps(result.structured_content) if not result.is_error else str(result.content))
+        for session in sessions:  # let background commands finish before the effects are looked at
+            polled = await client.call_tool("process", {"action": "poll", "session_id": session, "wait_ms": 30_000})
+            texts.append(str(polled.content))
     finally:
         await client_cm.__aexit__(None, None, None)
     return texts

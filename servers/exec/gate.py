@@ -6,7 +6,7 @@ the tool body on every protocol version. `Gate.decide` turns whatever it produce
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,19 @@ _MAX_CHECKED = 256
 
 
 class Gate:
-    def __init__(self, policy: Policy, checker: Checker, store: ApprovalStore, files: Files) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        checker: Checker,
+        store: ApprovalStore,
+        files: Files,
+        running: Callable[[], list[str]] = list,
+    ) -> None:
         self.policy = policy
         self.checker = checker
         self.store = store
         self.files = files
+        self.running = running  # command lines still running: a `git checkout` there may be making symlinks
         self.deadlines = Deadlines()
         # question key -> (workdir, verdict) from `resolve`, reused by `decide` in the same call: the command runs
         # in the directory the policy checked, and allow-always remembers what the user was shown.
@@ -45,7 +53,7 @@ class Gate:
         return path
 
     def verdict(self, command: str, workdir: Path, env: Mapping[str, str] | None) -> Verdict:
-        return self.checker.check(command, workdir, env, approved=self.store.binaries)
+        return self.checker.check(command, workdir, env, approved=self.store.binaries, running=self.running())
 
     async def resolve(
         self, command: str, workdir: str | None, env: dict[str, str] | None, ctx: Context[Any, Any]

@@ -213,9 +213,15 @@ class Checker:
         self._memo: dict[tuple[str, str], str | None] = {}
 
     def check(
-        self, line: str, workdir: Path, env: Mapping[str, str] | None = None, approved: Iterable[str] = ()
+        self,
+        line: str,
+        workdir: Path,
+        env: Mapping[str, str] | None = None,
+        approved: Iterable[str] = (),
+        running: Iterable[str] = (),
     ) -> Verdict:
-        """Every reason `line` may not run unattended in `workdir`; `approved` adds persisted binaries."""
+        """Every reason `line` may not run unattended in `workdir`; `approved` adds persisted binaries, `running`
+        are the lines still running (one that may create symlinks makes this line's paths uncheckable)."""
         if "\x00" in line:
             return Verdict(refusal="the command contains a NUL byte")
         if not line.strip():
@@ -239,6 +245,7 @@ class Checker:
             if not environment.exportable(name):
                 scan.miss(line, f"the `env` argument passes {name}, which is not among the variables passed unasked")
         scan.link_maker = next((c.raw for c in parsed.commands if self._makes_links(c)), None)
+        scan.link_maker = scan.link_maker or self._running_link_maker(running)
         for command in parsed.commands:
             self._check_simple(command, parsed, cwds, approved_paths, scan)
         for redirect in parsed.redirects:
@@ -344,6 +351,17 @@ class Checker:
         if key not in self._memo:
             self._memo[key] = resolve_command(name, cwd, self.search_path)
         return self._memo[key]
+
+    def _running_link_maker(self, lines: Iterable[str]) -> str | None:
+        for running in lines:
+            try:
+                commands = parse(running).commands
+            except ShellSyntaxError:
+                return f"{running[:80]} (still running)"
+            maker = next((c.raw for c in commands if self._makes_links(c)), None)
+            if maker is not None:
+                return f"{maker} (still running)"
+        return None
 
     def _makes_links(self, command: SimpleCommand) -> bool:
         words = command.words

@@ -76,6 +76,10 @@ class ProcessTable:
         self._jobs = {k: (j, bg) for k, (j, bg) in self._jobs.items() if bg or not j.done.is_set()}
         return sum(not j.done.is_set() for j, _ in self._jobs.values())
 
+    def commands_running(self) -> list[str]:
+        """The command lines of every job still running (the policy asks whether one may create symlinks)."""
+        return [job.command for job, _ in self._jobs.values() if not job.done.is_set()]
+
     def get(self, session_id: str | None) -> Job | None:
         job, background = self._jobs.get(session_id or "", (None, False))
         return job if background else None

@@ -97,8 +97,8 @@ def build_server(
         policy, roots, protected=[state], hidden=hidden, sandboxed=sandboxed, search_path=child_env["PATH"], home=home
     )
     files = Files(roots, protected=[state], hidden=hidden)
-    gate = Gate(policy, checker, ApprovalStore(state / "approvals.json"), files)
     table = ProcessTable()
+    gate = Gate(policy, checker, ApprovalStore(state / "approvals.json"), files, table.commands_running)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncGenerator[None]:

@@ -263,6 +263,12 @@ def test_without_the_sandbox_computed_paths_and_credential_holders_are_misses(wo
         assert unsandboxed.check(command, workspace).allowed, command
 
 
+def test_writes_wait_for_a_running_command_that_may_make_symlinks(checker: Checker, workspace: Path) -> None:
+    assert checker.check("echo x > out.txt", workspace, running=["ls -R"]).allowed
+    verdict = checker.check("echo x > out.txt", workspace, running=["ls; git checkout other"])
+    assert not verdict.allowed and "still running" in verdict.misses[0].reason
+
+
 def test_symlink_named_like_an_allowed_binary_is_not_allowed(checker: Checker, workspace: Path) -> None:
     os.symlink(resolve_command("rm", "/", os.environ["PATH"]) or "/bin/rm", workspace / "ls")
     verdict = checker.check("./ls a.txt", workspace)
