@@ -7,7 +7,6 @@ due at the same moment), and a tick at or before a job's `cursor` is dropped, so
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -106,7 +105,7 @@ class Engine:
         self.poll_s = poll_s
         self.lock = SchedulerLock(store.directory)
         self.scheduler: AsyncIOScheduler | None = None
-        self._planned: dict[str, str] = {}
+        self._planned: dict[str, tuple[object, ...]] = {}
         self._ticks_in, self._ticks_out = anyio.create_memory_object_stream[Tick](math.inf)
         self._known_events = {item.id for item in store.state.events}
         self._outbox_wake = anyio.Event()
@@ -126,6 +125,7 @@ class Engine:
         async with webhook.client() as http, anyio.create_task_group() as group:
             self._take_over_if_free()
             group.start_soon(self._commit_forever)
+            group.start_soon(self.notifier.run)
             group.start_soon(self._watch_forever)
             group.start_soon(self._deliver_forever, http)
             try:
@@ -184,7 +184,7 @@ class Engine:
         for job_id in set(self._planned) - set(jobs):
             self._unplan(job_id)
         for job in jobs.values():
-            signature = json.dumps([job.schedule.model_dump(mode="json"), job.enabled, job.since.isoformat()])
+            signature = (job.schedule, job.enabled, job.since)
             if self._planned.get(job.id) != signature:
                 self._unplan(job.id)
                 self._planned[job.id] = signature
@@ -223,7 +223,7 @@ class Engine:
         fresh = ids - self._known_events
         self._known_events = ids
         if fresh:
-            await self.notifier.changed()
+            self.notifier.changed()
         if state.outbox:
             self._outbox_wake.set()
 
@@ -247,7 +247,7 @@ class Engine:
         queued = [item for item in written.items if item.id in waiting]
         if queued:
             self._known_events.update(item.id for item in queued)
-            await self.notifier.changed()
+            self.notifier.changed()
         if len(queued) < len(written.items):
             self._outbox_wake.set()
         return written.items

@@ -83,11 +83,17 @@ def render(items: list[Item]) -> str:
 
 
 class Notifier:
-    """Tells every listener of both protocol eras that `cron://events` changed."""
+    """Tells every listener of both protocol eras that `cron://events` changed, at most once per `min_gap_s`.
 
-    def __init__(self, bus: SubscriptionBus) -> None:
+    A thousand jobs due in one second must not become a thousand notifications: a listener that falls behind has
+    its stream ended by the SDK, so changes are coalesced and the resource read once for all of them.
+    """
+
+    def __init__(self, bus: SubscriptionBus, min_gap_s: float = 0.05) -> None:
         self._bus = bus
+        self._min_gap_s = min_gap_s
         self._sessions: list[ServerSession] = []
+        self._due = anyio.Event()
 
     def install(self, server: MCPServer[Any]) -> None:
         """Serve resources/subscribe and resources/unsubscribe, which the SDK leaves to the server."""
@@ -109,10 +115,18 @@ class Notifier:
             self._sessions.remove(ctx.session)
         return types.EmptyResult()
 
-    async def changed(self) -> None:
-        await self._bus.publish(ResourceUpdated(uri=EVENTS_URI))
-        for session in list(self._sessions):
-            try:
-                await session.send_resource_updated(EVENTS_URI)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._sessions.remove(session)  # that host went away
+    def changed(self) -> None:
+        """Items were added: listeners hear of it at once, or right after the previous notification's gap."""
+        self._due.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._due.wait()
+            self._due = anyio.Event()
+            await self._bus.publish(ResourceUpdated(uri=EVENTS_URI))
+            for session in list(self._sessions):
+                try:
+                    await session.send_resource_updated(EVENTS_URI)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    self._sessions.remove(session)  # that host went away
+            await anyio.sleep(self._min_gap_s)
