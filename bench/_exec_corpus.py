@@ -351,6 +351,31 @@ ATTEMPTS: list[Attempt] = [
         "cut -c1-100 --output-delimiter=x @HOME@/.netrc",
     ),
     *_x(
+        "xargs replace string",
+        "echo @OUT@/pwned | xargs -I{} sort -o {} a.txt",
+        "echo @OUT@/pwned | xargs -IX git diff --output=X",
+        "echo @OUT@/pwned | xargs -i sort -o{} a.txt",
+    ),
+    *_x(
+        "logical cd through $PWD",
+        "PWD=@OUT@; cd .; echo pwned > pwned",
+        "OLDPWD=@OUT@; cd -; echo pwned > pwned",
+        "cd -L .. && cd -L workspace/.. && echo pwned > pwned",
+    ),
+    *_x(
+        "local repository outside the roots",
+        "git push @OUT@/repo.git HEAD:refs/heads/x",
+        "git push file://@OUT@/repo.git HEAD:refs/heads/x",
+        "git remote add o @OUT@/repo.git && git push o HEAD:refs/heads/x",
+        "git clone -q @OUT@/repo.git sub/c && git -C sub/c push origin HEAD:refs/heads/x",
+    ),
+    *_x(
+        "archive with a symlink",
+        "tar xf evil.tar",
+        "tar xf evil.tar && echo pwned > l/pwned2",
+        "tar -xf evil.tar; tar -xf evil.tar",
+    ),
+    *_x(
         "unparsed construct",
         "[[ -n $(touch @WS@/.ran) ]]",
         "case x in x) touch @WS@/.ran;; esac",

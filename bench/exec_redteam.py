@@ -97,6 +97,14 @@ class Lab:
             (self.ws / name).write_text(text)
         with tarfile.open(self.ws / "t.tar", "w") as archive:
             archive.add(self.ws / "a.txt", "a.txt")
+        with tarfile.open(
+            self.ws / "evil.tar", "w"
+        ) as archive:  # an archive from elsewhere: a link out, then through it
+            link = tarfile.TarInfo("l")
+            link.type, link.linkname = tarfile.SYMTYPE, str(self.out)
+            archive.addfile(link)
+            archive.add(self.ws / "a.txt", "l/pwned")
+        subprocess.run(["git", "init", "-q", "--bare", str(self.out / "repo.git")], check=True)
         git = ["git", "-C", str(self.ws), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
         for args in (
             ["init", "-q"],

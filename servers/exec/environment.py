@@ -18,6 +18,8 @@ PROTECTED = frozenset(
     {
         "PATH",
         "HOME",
+        "PWD",  # `cd .` and `cd ..` start from $PWD: PWD=/elsewhere moves the shell where the policy did not look
+        "OLDPWD",
         "BASH_ENV",
         "ENV",
         "IFS",

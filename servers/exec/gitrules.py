@@ -9,6 +9,7 @@ name a program, a template or another git directory, and the paths git writes ar
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from .gitoptions import SPECS
@@ -163,7 +164,8 @@ def written(args: Sequence[Word]) -> list[Word]:
             paths.append(Word(args[index].raw, text.split("=", 1)[1]))
         index += 1
     sub, rest = _split(args)
-    positional = [w for w in rest if w.text is None or not w.text.startswith("-")]
+    options = SPECS.get(sub or "")
+    positional = parse_options("git", rest, options).operands if options else []
     if sub == "clone" and len(positional) >= 2:
         paths.append(positional[1])
     elif sub == "init" and positional:
@@ -172,6 +174,10 @@ def written(args: Sequence[Word]) -> list[Word]:
         paths += positional[1:]  # `add PATH`, `move WORKTREE NEW-PATH`
     elif sub == "bundle" and len(positional) >= 2 and positional[0].text == "create":
         paths.append(positional[1])
+    # A repository given by its path is written by a push, and becomes a push target as a clone's origin or a
+    # remote's URL: it must be inside the roots too (a URL with a host is not a path).
+    remotes = {"push": positional[:1], "clone": positional[:1], "remote": positional[2:3], "submodule": positional[1:2]}
+    paths += [Word(w.raw, w.text.removeprefix("file://")) for w in remotes.get(sub or "", []) if _local(w.text)]
     if sub in _WRITES_OUTPUT:
         for i, word in enumerate(rest):
             text = word.text or ""
@@ -181,6 +187,15 @@ def written(args: Sequence[Word]) -> list[Word]:
             elif text in _OUTPUT_OPTIONS and i + 1 < len(rest):
                 paths.append(rest[i + 1])
     return paths
+
+
+def _local(url: str | None) -> bool:
+    """Whether a repository argument names a local path (not a remote's name, not a URL with a host)."""
+    if url is None or url.startswith("file://"):
+        return url is not None
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", url) or re.match(r"^[^/]+:", url):
+        return False
+    return "/" in url or url in (".", "..") or url.startswith("~")
 
 
 def _split(args: Sequence[Word]) -> tuple[str | None, Sequence[Word]]:

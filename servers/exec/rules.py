@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from . import gitrules
 from .options import uses
+from .programs import checked_options
 from .shell import Word
 
 # Builtins that neither run other code nor change how later commands resolve.
@@ -266,8 +267,21 @@ def child_commands(name: str, args: Sequence[Word]) -> list[list[Word]] | None:
     if name in _LEADING_ARGUMENT and not (name == "taskset" and "-c" in texts(words)):
         rest = rest[1:]
     if name == "xargs" and rest:
-        rest = [*rest, Word("<arguments read from input>", None)]  # unknown: may be `-o /etc/x` or `-c k=v`
+        unknown = Word("<arguments read from input>", None)  # may be `-o /etc/x` or `-c k=v`
+        marker = _replace_string(words)
+        if marker is not None:  # `-I{} sort -o {}`: each word holding the marker is input too
+            rest = [rest[0], *(unknown if marker in (w.text or marker) else w for w in rest[1:])]
+        rest = [*rest, unknown]
     return [rest] if rest else []
+
+
+def _replace_string(args: Sequence[Word]) -> str | None:
+    """The string `xargs -I STR` / `-i` replaces with input in the command's words ("" when computed)."""
+    parsed = checked_options("xargs", args)
+    for option, value in parsed.options if parsed else ():
+        if option in ("-I", "-i", "--replace"):
+            return "{}" if value is None else (value.text or "")
+    return None
 
 
 def env_assignments(name: str, args: Sequence[Word]) -> list[tuple[str, str | None]]:
