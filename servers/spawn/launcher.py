@@ -77,6 +77,7 @@ class Child:
             self.stopped_because = because
         self._signal(signal.SIGTERM)
         with anyio.move_on_after(KILL_GRACE_S):
+            await self.process.wait()
             while self._group_alive():
                 await anyio.sleep(0.05)
         self._signal(signal.SIGKILL)
@@ -99,8 +100,6 @@ class Child:
             return None  # the guard itself was killed from outside
 
     def _group_alive(self) -> bool:
-        if self.process.returncode is None:
-            return True
         try:
             os.killpg(self.pgid, 0)
         except (ProcessLookupError, PermissionError):

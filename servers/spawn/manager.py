@@ -176,7 +176,11 @@ class Manager:
             self._wake = anyio.Event()
             state = self.store.read()
             queued = sorted(
-                (run for run in state.runs.values() if run.owner == self.store.owner and run.status == "queued"),
+                (
+                    run
+                    for run in state.runs.values()
+                    if run.owner == self.store.owner and run.status == "queued" and run.id not in self._slots
+                ),
                 key=lambda run: run.created_at,
             )
             for run in queued[: max(0, self.limits.max_concurrent - len(self._slots))]:

@@ -1,0 +1,28 @@
+"""Stands in for an external agent CLI: prints the arguments after its own options as a JSON list.
+
+--sleep S       wait S seconds first
+--exit N        exit with code N
+--grandchild    leave a `sleep` process behind in the process group first (a CLI that starts helpers)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+rest = sys.argv[1:]
+sleep, code = 0.0, 0
+while rest and rest[0] in ("--sleep", "--exit", "--grandchild"):
+    option = rest.pop(0)
+    if option == "--grandchild":
+        subprocess.Popen(["sleep", "300"])
+    elif option == "--sleep":
+        sleep = float(rest.pop(0))
+    else:
+        code = int(rest.pop(0))
+print("working", file=sys.stderr, flush=True)
+time.sleep(sleep)
+print(json.dumps(rest))
+sys.exit(code)
