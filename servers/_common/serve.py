@@ -12,7 +12,7 @@ import json
 import logging
 import sys
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, Literal, Self, cast, get_args
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -24,7 +24,8 @@ from pydantic import ValidationError
 
 from .arguments import quote
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+LOG_LEVELS: tuple[LogLevel, ...] = get_args(LogLevel)
 
 
 def parse_http(value: str) -> tuple[str, int]:
@@ -50,6 +51,7 @@ def serve(server: MCPServer[Any], http: str | None, log_level: str = "WARNING") 
         anyio.run(serve_stdio, server)
         return
     host, port = parse_http(http)
+    server.settings.log_level = cast(LogLevel, log_level)  # uvicorn's own loggers follow it too
     server.run("streamable-http", host=host, port=port)
 
 

@@ -9,20 +9,23 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hermitcrab.servers._common.serve import LOG_LEVELS
+from hermitcrab.servers.exec.__main__ import main as exec_main
+from hermitcrab.servers.memory.__main__ import main as memory_main
 
 
 class StdioPeer:
     """A server process spoken to line by line, as a confused MCP client would."""
 
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], stderr: Path) -> None:
         self.process = process
+        self.stderr = stderr
         self._buffer = b""
 
     def send(self, line: bytes | dict[str, Any]) -> None:
@@ -44,13 +47,15 @@ class StdioPeer:
         return json.loads(line)
 
 
-@pytest.fixture
-def memory_peer(tmp_path: Path) -> Iterator[StdioPeer]:
+@pytest.fixture(scope="module")
+def memory_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioPeer]:
+    """One memory server for the module (its start costs seconds); its stderr goes to `stderr.log` beside it."""
+    tmp_path = tmp_path_factory.mktemp("serve")
     command = [sys.executable, "-m", "hermitcrab.servers.memory", "--workspace", str(tmp_path / "ws")]
     command += ["--state", str(tmp_path / "state"), "--embedder", "none"]
     with (tmp_path / "stderr.log").open("wb") as stderr:
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
-        peer = StdioPeer(process)
+        peer = StdioPeer(process, tmp_path / "stderr.log")
         try:
             peer.send(
                 {
@@ -98,7 +103,7 @@ def test_unparseable_requests_get_an_error_reply(memory_peer: StdioPeer):
     assert len(memory_peer.receive()["result"]["tools"]) == 4
 
 
-def test_a_huge_bad_argument_is_answered_at_once_and_not_logged(memory_peer: StdioPeer, tmp_path: Path):
+def test_a_huge_bad_argument_is_answered_at_once_and_not_logged(memory_peer: StdioPeer):
     huge = "memory/" + "a" * 10_000_000 + ".md"
     started = time.monotonic()
     memory_peer.send(
@@ -114,12 +119,12 @@ def test_a_huge_bad_argument_is_answered_at_once_and_not_logged(memory_peer: Std
     text = reply["result"]["content"][0]["text"]
     assert reply["result"]["isError"] and "`path` is too long" in text and len(text) < 400
     assert elapsed < 5  # 31 s, a 20 MB reply and 48 MB of rich log before
-    assert (tmp_path / "stderr.log").stat().st_size < 10_000
+    assert memory_peer.stderr.stat().st_size < 10_000
 
 
-def test_every_server_has_a_log_level_flag():
-    for module in ("memory", "exec"):
-        shown = subprocess.run(
-            [sys.executable, "-m", f"hermitcrab.servers.{module}", "--help"], capture_output=True, text=True, check=True
-        ).stdout
-        assert "--log-level" in shown and all(level in shown for level in LOG_LEVELS)
+@pytest.mark.parametrize("main", [memory_main, exec_main], ids=["memory", "exec"])
+def test_every_server_has_a_log_level_flag(main: Callable[[list[str]], None], capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = capsys.readouterr().out
+    assert "--log-level" in shown and all(level in shown for level in LOG_LEVELS)
