@@ -30,6 +30,7 @@ from .processes import ExecResult, LogSlice, ProcessTable, SessionList
 from .runner import Job, Limits, Spec
 from .sandbox import SandboxMode, detect, secret_paths
 
+MAX_WAIT_MS = 50_000  # every wait a call can ask for ends inside an MCP host's usual 60 s call timeout
 MAX_COMMAND_CHARS = 100_000  # bash gets the command as one argument, which Linux caps at 128 KiB
 MAX_STDIN_CHARS = 1_000_000
 Path_ = Annotated[str, Field(max_length=MAX_PATH_CHARS)]
@@ -125,7 +126,7 @@ def build_server(
         ] = 1800,
         background: Annotated[bool, Field(description="Return at once with a session_id for `process`.")] = False,
         yield_ms: Annotated[
-            int, Field(description="Move to the background if still running after this.", ge=0)
+            int, Field(description="Move to the background if still running after this.", ge=0, le=MAX_WAIT_MS)
         ] = 10_000,
     ) -> ExecResult:
         directory, note = gate.decide(approval, command, workdir, env)
@@ -172,7 +173,7 @@ def build_server(
         offset: Annotated[int, Field(description="For log: first line (0-based).", ge=0)] = 0,
         limit: Annotated[int, Field(description="For log: number of lines.", ge=1, le=5000)] = 200,
         wait_ms: Annotated[
-            int, Field(description="For poll: wait up to this long for the command to end.", ge=0, le=60_000)
+            int, Field(description="For poll: wait up to this long for the command to end.", ge=0, le=MAX_WAIT_MS)
         ] = 0,
     ) -> ExecResult | LogSlice | SessionList:
         """Manage background commands started by `exec`: list, poll, log, write to stdin, or kill."""
