@@ -13,7 +13,7 @@ import os
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -119,7 +119,7 @@ class PairingStore:
         )
 
     @contextmanager
-    def _change(self) -> Iterator[_State]:
+    def _change(self) -> Generator[_State]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
             state = self._read()

@@ -83,7 +83,7 @@ class Gateway:
         dm_scope: DmScope = "main",
     ) -> None:
         self.agent = agent
-        self.dm_scope = dm_scope
+        self.dm_scope: DmScope = dm_scope
         self.last_target = last_target
         self.channels = dict(channels)
         self.ask_timeout_s = ask_timeout_s

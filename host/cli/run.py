@@ -10,10 +10,13 @@ from collections.abc import AsyncIterator
 import anyio
 import typer
 
+from hermitcrab.channels.discord import Access, DiscordChannel, LoginRefused, point_at
+from hermitcrab.channels.pairing import PairingStore
 from hermitcrab.channels.webhook import WebhookChannel
 
 from ..agent import Agent
 from ..config import Settings, load_settings
+from ..errors import ConfigError
 from ..events import Target
 from ..gateway import Gateway
 from ..heartbeat import Heartbeat
@@ -38,7 +41,9 @@ def run(mcp_config: McpConfigOption = None, verbose: VerboseOption = False) -> N
 async def serve(settings: Settings) -> None:
     async with open_agent(settings) as agent:
         last = LastTarget(settings.state / "last_target.json")
-        gateway = Gateway(agent, {}, ask_timeout_s=settings.agent.ask_timeout_s, last_target=last)
+        gateway = Gateway(
+            agent, {}, ask_timeout_s=settings.agent.ask_timeout_s, last_target=last, dm_scope=settings.dm_scope
+        )
 
         def fallback() -> Target | None:
             """The user's last conversation, when its channel runs in this process."""
@@ -54,15 +59,22 @@ async def serve(settings: Settings) -> None:
             now=agent.now,
         )
         webhook = WebhookChannel(settings.webhook.token, gateway.submit, fallback) if settings.webhook.token else None
+        discord = _discord(settings, gateway)
         async with anyio.create_task_group() as group:
             await group.start(gateway.serve)
             if webhook is not None:
                 gateway.add_channel(webhook)
                 await group.start(webhook.serve, settings.webhook.host, settings.webhook.port)
+            if discord is not None:
+                gateway.add_channel(discord)
+                try:
+                    await group.start(discord.serve)
+                except LoginRefused as exc:
+                    raise ConfigError(str(exc)) from exc
             if agent.pool is not None and agent.server_events is not None:
                 group.start_soon(relay_server_events, agent.server_events, agent.pool, gateway.submit, fallback)
             group.start_soon(heartbeat.run)
-            _ready(agent, settings, webhook is not None)
+            _ready(agent, settings, webhook is not None, discord is not None)
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for signum in signals:
                     logger.warning("%s: finishing the running turn, then stopping", signal.Signals(signum).name)
@@ -83,7 +95,20 @@ async def _stop_now_on_second_signal(signals: AsyncIterator[int], drain: anyio.C
         return
 
 
-def _ready(agent: Agent, settings: Settings, webhook: bool) -> None:
+def _discord(settings: Settings, gateway: Gateway) -> DiscordChannel | None:
+    """The Discord channel when a bot token is configured; its traffic goes where the overrides say."""
+    config = settings.discord
+    if not config.token:
+        return None
+    point_at(config.api_base, config.gateway_url)
+    access = Access(config.dm_policy, config.allow_from, config.guilds, PairingStore(settings.state / "pairing"))
+    inbox = settings.workspace / "inbox" / "discord"
+    return DiscordChannel(
+        config.token, access, gateway.submit, inbox=inbox, max_text_bytes=config.max_text_attachment_bytes
+    )
+
+
+def _ready(agent: Agent, settings: Settings, webhook: bool, discord: bool) -> None:
     handles = list(agent.pool.handles.values()) if agent.pool else []
     up = [h.config.name for h in handles if h.ready]
     down = [h.config.name for h in handles if not h.ready]
@@ -93,6 +118,7 @@ def _ready(agent: Agent, settings: Settings, webhook: bool) -> None:
         f"servers up: {', '.join(up) or 'none'}" + (f" (down: {', '.join(down)})" if down else ""),
         f"webhook: http://{settings.webhook.host}:{settings.webhook.port}" if webhook else "webhook: off (no token)",
         f"heartbeat: every {beat:g} min" if beat > 0 else "heartbeat: off",
+        "discord: on" if discord else "discord: off (no token)",
     ]
     print(" · ".join(parts), file=sys.stderr, flush=True)
 

@@ -1,0 +1,73 @@
+"""Who may talk to the assistant on Discord: direct messages by policy, guilds only where the owner allowed them.
+
+Safe by default: an unknown person's DM earns a pairing code and nothing else; a guild is silent unless it is
+listed in the config, and there it answers only when mentioned (per guild and channel configurable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from hermitcrab.channels.pairing import PairingStore
+
+DmPolicy = Literal["pairing", "allowlist", "open", "disabled"]
+Verdict = Literal["answer", "pair", "ignore"]
+
+
+class ChannelRule(Protocol):
+    @property
+    def allow(self) -> bool: ...
+
+    @property
+    def require_mention(self) -> bool | None: ...
+
+
+class GuildRule(Protocol):
+    @property
+    def require_mention(self) -> bool: ...
+
+    @property
+    def users(self) -> Collection[str]: ...
+
+    @property
+    def channels(self) -> Mapping[str, ChannelRule]: ...
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a message was written: a DM (no guild), or a guild channel or thread (with its parent channel)."""
+
+    guild: str | None
+    channel: str
+    parent: str | None = None
+
+
+@dataclass(frozen=True)
+class Access:
+    dm_policy: DmPolicy
+    allow_from: Collection[str]
+    guilds: Mapping[str, GuildRule]
+    pairing: PairingStore
+
+    def direct(self, user: str) -> Verdict:
+        """A direct message: answer, send a pairing code (nothing reaches the agent), or ignore."""
+        if self.dm_policy == "disabled":
+            return "ignore"
+        if self.dm_policy == "open" or user in self.allow_from or self.pairing.is_allowed("discord", user):
+            return "answer"
+        return "pair" if self.dm_policy == "pairing" else "ignore"
+
+    def in_guild(self, where: Where, user: str) -> Literal["answer", "if-mentioned", "ignore"]:
+        """A guild message: the guild must be listed, the channel (or a thread's parent) allowed, the user too."""
+        guild = self.guilds.get(where.guild or "")
+        if guild is None or (guild.users and user not in guild.users):
+            return "ignore"
+        rule = guild.channels.get(where.channel) or guild.channels.get(where.parent or "")
+        if rule is None and guild.channels:
+            return "ignore"
+        if rule is not None and not rule.allow:
+            return "ignore"
+        mention = guild.require_mention if rule is None or rule.require_mention is None else rule.require_mention
+        return "if-mentioned" if mention else "answer"

@@ -1,0 +1,51 @@
+"""Attachments as message text: small text files inline, images saved under the workspace with their path.
+
+The agent reads text in the message and opens images by path with its own tools; anything else is only named, so
+a large or binary upload never floods the context.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import discord
+
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+TEXT_SUFFIXES = frozenset(
+    {".txt", ".md", ".py", ".js", ".ts", ".json", ".yaml", ".yml", ".toml", ".csv", ".log", ".sh", ".html", ".css"}
+    | {".xml", ".ini", ".cfg", ".sql", ".rs", ".go", ".java", ".c", ".h"}
+)
+
+
+def _is_text(attachment: discord.Attachment) -> bool:
+    kind = attachment.content_type or ""
+    return (
+        kind.startswith("text/")
+        or kind in ("application/json", "application/xml")
+        or (Path(attachment.filename).suffix.lower() in TEXT_SUFFIXES)
+    )
+
+
+async def describe(attachments: Sequence[discord.Attachment], inbox: Path, message_id: int, max_text: int) -> str:
+    """Text to append to the message for its attachments (empty when there are none)."""
+    blocks: list[str] = []
+    for attachment in attachments:
+        name = attachment.filename
+        if _is_text(attachment) and attachment.size <= max_text:
+            body = (await attachment.read()).decode("utf-8", errors="replace")
+            fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`+", body))])
+            blocks.append(f"[attached file {name}]\n{fence}\n{body}\n{fence}")
+        elif (attachment.content_type or "").startswith("image/") and attachment.size <= MAX_IMAGE_BYTES:
+            inbox.mkdir(parents=True, exist_ok=True)
+            path = inbox / f"{message_id}-{_safe(name)}"
+            await attachment.save(path)
+            blocks.append(f"[attached image {name}, saved at {path}]")
+        else:
+            blocks.append(f"[attached {name} ({attachment.size:,} bytes), not read: too large or not text]")
+    return "\n\n".join(blocks)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[-80:] or "file"

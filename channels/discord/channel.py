@@ -1,0 +1,342 @@
+"""The Discord channel: discord.py's client turned into host events in, replies and questions out.
+
+In: a message that passes `Access` becomes one `message` event whose `chat` tells the host how to route it (DM,
+guild channel, thread); attachments become text; the bot ignores itself, other bots and a message it already saw
+(a replayed dispatch). Out: each reply is split into 2,000-character parts, the first answering the triggering
+message, and only a send Discord confirmed counts as delivered: discord.py retries 5xx and 429 (honouring
+retry-after), this channel retries a missing permission and network errors with backoff, and a reply that still
+fails raises (the gateway logs it) and is reported in that conversation on its next successful send.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import discord
+import yarl
+from anyio.abc import TaskGroup, TaskStatus
+from discord import app_commands
+from discord.asset import Asset
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+from discord.utils import MISSING
+
+from hermitcrab.host.events import ChatType, Event, Target
+
+from .access import Access, Where
+from .attachments import describe
+from .prompt import ChoiceButtons
+from .split import split_message
+
+logger = logging.getLogger(__name__)
+
+Submit = Callable[[Event], Awaitable[None]]
+
+COMMANDS = {
+    "new": "Start a fresh session",
+    "reset": "Start a fresh session",
+    "status": "Model, tokens used and context size",
+    "compact": "Summarise the older part of this session now",
+}
+PAIRING_TEXT = (
+    "Hi! I only talk to people my owner has approved. Your pairing code is **{code}** (valid for one hour). "
+    "Ask my owner to run `hermitcrab pairing approve {code}`."
+)
+SEND_ATTEMPTS = 3
+BACKOFF_S = 0.5
+TYPING_EVERY_S = 8.0
+TYPING_MAX_S = 600.0
+SEEN_MESSAGES = 2000
+
+
+class LoginRefused(Exception):
+    """Discord refused the bot token."""
+
+
+class DeliveryFailed(Exception):
+    """A send Discord did not confirm, even after retries: the reply is not delivered (and is never claimed to be)."""
+
+
+def point_at(api_base: str | None, gateway_url: str | None) -> None:
+    """Send discord.py's REST, CDN and gateway traffic to a self-hosted or test Discord instead of discord.com."""
+    if api_base:
+        Route.BASE = api_base.rstrip("/")
+        setattr(Asset, "BASE", str(yarl.URL(api_base).origin()))  # noqa: B010  (typed as a plain attribute)
+    if gateway_url:
+        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+
+
+class DiscordChannel:
+    """A Discord bot as a hermitcrab channel; `serve` runs it inside `hermitcrab run`."""
+
+    name = "discord"
+
+    def __init__(self, token: str, access: Access, submit: Submit, *, inbox: Path, max_text_bytes: int) -> None:
+        self._token = token
+        self.access = access
+        self._submit = submit
+        self._inbox = inbox
+        self._max_text_bytes = max_text_bytes
+        self.client = _Client(self)
+        self._group: TaskGroup | None = None
+        self._seen: OrderedDict[int, None] = OrderedDict()
+        self._typing: dict[str, anyio.CancelScope] = {}
+        self._asking: dict[tuple[str, str | None], int] = {}
+        self._interactions: dict[str, discord.Interaction] = {}
+        self._undelivered: dict[str, list[str]] = {}
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Log in, then stay connected (discord.py resumes a dropped gateway session) until cancelled."""
+        try:
+            async with anyio.create_task_group() as group:
+                self._group = group
+                try:
+                    await self.client.login(self._token)
+                except discord.LoginFailure as exc:
+                    raise LoginRefused(
+                        f"Discord refused the bot token ({exc}); check [discord] token or DISCORD_TOKEN"
+                    ) from None
+                task_status.started()
+                await self.client.connect(reconnect=True)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self.client.close()
+
+    # --- the host's side: Channel ---
+
+    async def send(self, target: Target, text: str) -> None:
+        """Deliver `text` in parts; raise if any part could not be delivered after retries."""
+        await self._post(target, text)
+
+    async def typing(self, target: Target) -> None:
+        """Keep "typing…" showing in the conversation until the next message is sent there."""
+        self._stop_typing(target.conversation)
+        if self._group is None:
+            return
+        scope = self._typing[target.conversation] = anyio.CancelScope()
+        self._group.start_soon(self._keep_typing, target.conversation, scope)
+
+    async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
+        """Show the question (with a button per choice) and wait for the asked user; a typed answer is the host's."""
+        key = (target.conversation, target.user)
+        self._asking[key] = self._asking.get(key, 0) + 1
+        try:
+            if not choices:
+                await self._post(target, question)
+                await anyio.sleep_forever()
+                return None
+            buttons = ChoiceButtons(question, choices, target.user)
+            message = await self._post(target, question, buttons)
+            try:
+                await buttons.answered.wait()
+                return buttons.answer
+            finally:
+                if message is not None and buttons.answer is None:
+                    await self._withdraw(message, buttons)
+        finally:
+            self._asking[key] -= 1
+
+    # --- Discord's side ---
+
+    async def on_message(self, message: discord.Message) -> None:
+        if message.author.bot or message.id in self._seen:
+            return
+        self._seen[message.id] = None
+        while len(self._seen) > SEEN_MESSAGES:
+            self._seen.popitem(last=False)
+        user = str(message.author.id)
+        conversation = str(message.channel.id)
+        me = self.client.user
+        mentioned = me is not None and me in message.mentions
+        answering = self._asking.get((conversation, user), 0) > 0
+        guild_id = message.guild.id if message.guild else getattr(message.channel, "guild_id", None)
+        chat = await self._admit(_where(message.channel, guild_id), user, mentioned or answering, message)
+        if chat is None:
+            return
+        text = re.sub(rf"<@!?{me.id}>", "", message.content).strip() if me else message.content
+        extra = await describe(message.attachments, self._inbox, message.id, self._max_text_bytes)
+        text = "\n\n".join(part for part in (text, extra) if part)
+        if text:
+            target = Target(self.name, conversation, user, reply_to=str(message.id))
+            await self._submit(Event("message", text, target, chat=chat, metadata={"author": message.author.name}))
+
+    async def on_command(self, interaction: discord.Interaction, name: str) -> None:
+        """An application command: the same access rules as a message (no mention needed), then `/name`."""
+        user = str(interaction.user.id)
+        where = _where(interaction.channel, interaction.guild_id, interaction.channel_id)
+        chat = await self._admit(where, user, True, None)
+        if chat is None:
+            await interaction.response.send_message("I can't take commands from you here.", ephemeral=True)
+            return
+        await interaction.response.defer(thinking=True)
+        key = f"interaction:{interaction.id}"
+        self._interactions[key] = interaction
+        target = Target(self.name, str(interaction.channel_id), user, reply_to=key)
+        await self._submit(Event("message", f"/{name}", target, chat=chat))
+
+    async def _admit(
+        self, where: Where, user: str, addressed: bool, message: discord.Message | None
+    ) -> ChatType | None:
+        """How the host should route a message from `where`, or None when it must not reach the agent."""
+        if where.guild is None:
+            verdict = self.access.direct(user)
+            if verdict == "pair" and message is not None:
+                await self._pair(message)
+            return "direct" if verdict == "answer" else None
+        guild_verdict = self.access.in_guild(where, user)
+        if guild_verdict == "ignore" or (guild_verdict == "if-mentioned" and not addressed):
+            return None
+        return "thread" if where.parent else "group"
+
+    async def _pair(self, message: discord.Message) -> None:
+        request = self.access.pairing.request(self.name, str(message.author.id), message.author.name)
+        if request is None:
+            logger.warning("pairing: too many codes waiting; ignored a DM from %s", message.author.id)
+            return
+        target = Target(self.name, str(message.channel.id), str(message.author.id), reply_to=str(message.id))
+        try:
+            await self._post(target, PAIRING_TEXT.format(code=request.code))
+        except DeliveryFailed:
+            logger.warning("could not send a pairing code to %s", message.author.id)
+
+    # --- delivery ---
+
+    async def _post(self, target: Target, text: str, view: discord.ui.View | None = None) -> discord.Message | None:
+        """Send `text` in parts (the view on the last); the first part answers `target.reply_to`."""
+        self._stop_typing(target.conversation)
+        conversation = target.conversation
+        notices = self._undelivered.get(conversation, [])
+        parts = split_message("\n".join(f"({notice})" for notice in notices) + "\n\n" + text if notices else text)
+        interaction = self._interactions.pop(target.reply_to or "", None)
+        part = _Part(self.client.get_partial_messageable(int(conversation)), _reference(target), interaction)
+        sent: discord.Message | None = None
+        for number, text_part in enumerate(parts, start=1):
+            try:
+                sent = await self._send_part(part, text_part, view if number == len(parts) else None)
+            except DeliveryFailed as failure:
+                note = f"a reply could not be delivered here ({failure}); part {number} of {len(parts)} is missing"
+                self._undelivered.setdefault(conversation, []).append(note)
+                logger.error("discord: reply to %s not delivered: %s", conversation, failure)
+                raise
+            if number == 1:
+                self._undelivered.pop(conversation, None)
+                part = _Part(part.channel, None, None)
+        return sent
+
+    async def _send_part(self, part: _Part, text: str, view: discord.ui.View | None) -> discord.Message:
+        """One message, tried again with backoff on a missing permission or a network error (discord.py itself
+        retries 5xx and 429); DeliveryFailed when it never went through."""
+        for tries in range(1, SEND_ATTEMPTS + 1):
+            try:
+                return await part.send(text, view)
+            except discord.Forbidden as exc:
+                failure = f"missing permission: {exc.text or exc.status}"
+            except discord.HTTPException as exc:
+                raise DeliveryFailed(f"HTTP {exc.status}: {exc.text}"[:200]) from exc
+            except (OSError, TimeoutError) as exc:
+                failure = f"network error: {exc}"
+            if tries == SEND_ATTEMPTS:
+                raise DeliveryFailed(failure[:200])
+            await anyio.sleep(BACKOFF_S * 2 ** (tries - 1))
+        raise AssertionError("unreachable")
+
+    async def _withdraw(self, message: discord.Message, buttons: ChoiceButtons) -> None:
+        """The question expired or was answered by typing: its buttons go (shielded: we may be cancelled)."""
+        buttons.stop()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            try:
+                await message.edit(view=None)
+            except (discord.HTTPException, OSError):
+                logger.info("could not remove the buttons of message %s", message.id)
+
+    # --- typing ---
+
+    def _stop_typing(self, conversation: str) -> None:
+        scope = self._typing.pop(conversation, None)
+        if scope is not None:
+            scope.cancel()
+
+    async def _keep_typing(self, conversation: str, scope: anyio.CancelScope) -> None:
+        channel = self.client.get_partial_messageable(int(conversation))
+        with scope, anyio.move_on_after(TYPING_MAX_S):
+            while True:
+                try:
+                    await channel.typing()
+                except (discord.HTTPException, OSError):
+                    logger.info("discord: typing indicator failed in %s", conversation)
+                await anyio.sleep(TYPING_EVERY_S)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """Where one message goes: the channel, answering a message or completing a deferred slash command."""
+
+    channel: discord.PartialMessageable
+    reference: discord.MessageReference | None
+    interaction: discord.Interaction | None
+
+    async def send(self, text: str, view: discord.ui.View | None) -> discord.Message:
+        if self.interaction is not None and not self.interaction.is_expired():
+            followup = self.interaction.followup
+            if view is None:
+                return await followup.send(text, wait=True)
+            return await followup.send(text, view=view, wait=True)
+        reference = self.reference or MISSING  # discord.py's "not given"
+        if view is None:
+            return await self.channel.send(text, reference=reference)
+        return await self.channel.send(text, view=view, reference=reference)
+
+
+def _where(channel: object, guild_id: int | None, channel_id: int | None = None) -> Where:
+    parent = channel.parent_id if isinstance(channel, discord.Thread) else None
+    ident = channel_id if channel_id is not None else getattr(channel, "id", 0)
+    return Where(str(guild_id) if guild_id else None, str(ident), str(parent) if parent else None)
+
+
+def _reference(target: Target) -> discord.MessageReference | None:
+    if not (target.reply_to or "").isdigit():
+        return None
+    return discord.MessageReference(
+        message_id=int(target.reply_to or 0), channel_id=int(target.conversation), fail_if_not_exists=False
+    )
+
+
+class _Client(discord.Client):
+    """discord.py's client with our handlers and application commands."""
+
+    def __init__(self, channel: DiscordChannel) -> None:
+        intents = discord.Intents.default()
+        intents.message_content = True
+        super().__init__(intents=intents, guild_ready_timeout=0.05)
+        self.channel = channel
+        self.tree = app_commands.CommandTree(self)
+        for name, description in COMMANDS.items():
+            self.tree.add_command(app_commands.Command(name=name, description=description, callback=_command(name)))
+
+    async def setup_hook(self) -> None:
+        try:
+            await self.tree.sync()
+        except discord.HTTPException as exc:  # commands still work as plain text
+            logger.warning("discord: could not register the slash commands: %s", exc)
+
+    async def on_ready(self) -> None:
+        logger.info("discord: connected as %s", self.user)
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self.channel.on_message(message)
+
+
+def _command(name: str) -> Callable[[discord.Interaction], Coroutine[Any, Any, None]]:
+    async def run(interaction: discord.Interaction) -> None:
+        client = interaction.client
+        if isinstance(client, _Client):
+            await client.channel.on_command(interaction, name)
+
+    return run

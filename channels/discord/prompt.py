@@ -1,0 +1,59 @@
+"""A question with choices as Discord buttons that only the person asked can press.
+
+Anyone else who presses gets an ephemeral refusal (seen only by them) and the question stays open. The pressed
+choice replaces the buttons, so the conversation shows what was decided and by whom.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import anyio
+import discord
+
+REFUSAL = "Only the person this was asked of can answer it."
+_DANGER = frozenset({"deny", "no", "decline", "cancel", "reject"})
+
+
+class ChoiceButtons(discord.ui.View):
+    """One button per choice; `answer` is set once the asked user pressed one."""
+
+    def __init__(self, question: str, choices: Sequence[str], asked: str | None) -> None:
+        super().__init__(timeout=None)
+        self.question = question
+        self.asked = asked
+        self.answer: str | None = None
+        self.answered = anyio.Event()
+        prefix = uuid.uuid4().hex[:12]
+        for index, choice in enumerate(choices[:25]):
+            self.add_item(_Choice(self, choice, f"hc:{prefix}:{index}", _style(choice, index)))
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        if self.asked is None or str(interaction.user.id) == self.asked:
+            return True
+        await interaction.response.send_message(REFUSAL, ephemeral=True)
+        return False
+
+    async def choose(self, interaction: discord.Interaction, choice: str) -> None:
+        self.answer = choice
+        self.stop()
+        self.answered.set()
+        decided = f"{self.question}\n\n→ **{choice}** (<@{interaction.user.id}>)"
+        await interaction.response.edit_message(content=decided[:2000], view=None)
+
+
+class _Choice(discord.ui.Button[ChoiceButtons]):
+    def __init__(self, buttons: ChoiceButtons, choice: str, custom_id: str, style: discord.ButtonStyle) -> None:
+        super().__init__(label=choice[:80], custom_id=custom_id, style=style)
+        self.buttons = buttons
+        self.choice = choice
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        await self.buttons.choose(interaction, self.choice)
+
+
+def _style(choice: str, index: int) -> discord.ButtonStyle:
+    if any(word in _DANGER for word in choice.lower().replace("-", " ").split()):
+        return discord.ButtonStyle.danger
+    return discord.ButtonStyle.primary if index == 0 else discord.ButtonStyle.secondary
