@@ -11,7 +11,10 @@ from zoneinfo import ZoneInfo
 from anyio.abc import ObjectReceiveStream
 
 from .config import Settings
+from .compaction import Compacted
+from .context import ContextKeeper
 from .events import Event
+from .flush import FlushTarget
 from .host_tools import Conversation, HostToolbox
 from .loop import Activity, TurnResult, run_turn
 from .persona import PersonaFile, load_persona, render_persona
@@ -73,9 +76,21 @@ class Agent:
             user_text=event.text,
             settings=self.settings.agent,
             on_tool=on_tool,
+            flush_target=self.flush_target(),
         )
         self.last_context_chars[event.session_key] = result.context_chars
         return result
+
+    def flush_target(self) -> FlushTarget:
+        return FlushTarget(self.now().date(), self.settings.workspace)
+
+    async def compact(self, event: Event, conversation: Conversation) -> tuple[Compacted, list[str]]:
+        """`/compact`: the memory flush, then compaction of the event's session; what it did and what to tell."""
+        toolbox = HostToolbox(self.pool, conversation)
+        session = self.session(event.session_key)
+        system = self.system_prompt(event, toolbox)
+        keeper = ContextKeeper(session, self.provider, toolbox, system, self.settings.agent, self.flush_target())
+        return await keeper.compact_now(), keeper.notices
 
 
 def _sender(event: Event) -> str:

@@ -5,16 +5,20 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from .agent import Agent
-from .compaction import compact
+from .capture import capture
 from .events import Event
+from .flush import Unattended
 from .pool import ServerHandle
 
 Command = Callable[[Agent, Event], Awaitable[str]]
 
 
 async def new_session(agent: Agent, event: Event) -> str:
+    """Save the last messages where the memory server finds them, then point the key at a fresh transcript."""
+    saved = capture(agent.session(event.session_key), agent.settings.workspace, agent.now())
     session = agent.store.new(event.session_key)
-    return f"Started a new session ({session.id})."
+    note = f" The last messages were saved to {saved.relative_to(agent.settings.workspace)}." if saved else ""
+    return f"Started a new session ({session.id}).{note}"
 
 
 async def status(agent: Agent, event: Event) -> str:
@@ -49,11 +53,11 @@ async def context(agent: Agent, event: Event) -> str:
 
 
 async def compact_now(agent: Agent, event: Event) -> str:
-    session = agent.session(event.session_key)
-    replaced = await compact(session, agent.provider, agent.settings.agent.keep_recent_tokens)
-    if not replaced:
+    done, notices = await agent.compact(event, Unattended())
+    if not done.replaced:
         return "Nothing to compact yet."
-    return f"Compacted {replaced} earlier entries into a summary; the latest turns stay verbatim."
+    said = f"Compacted {done.replaced} earlier entries into a summary; the latest turns stay verbatim."
+    return "\n\n".join([said, *notices])
 
 
 async def help_text(agent: Agent, event: Event) -> str:

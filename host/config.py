@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from .errors import ConfigError
+from .models import DEFAULT_WINDOW, context_window
 from .routing import DmScope
 
 ProviderKind = Literal["openai", "anthropic"]
@@ -98,6 +99,9 @@ class AgentSettings:
     context_window_tokens: int = 128_000
     reserve_tokens: int = 20_000
     keep_recent_tokens: int = 20_000
+    flush_margin_tokens: int = 4_000
+    memory_flush: bool = True
+    compaction_timeout_s: float = 180.0
 
 
 @dataclass(frozen=True)
@@ -316,9 +320,12 @@ class _AgentEntry(BaseModel):
     max_tool_result_chars: int = Field(default=20_000, gt=100)
     ask_timeout_s: float = Field(default=300.0, gt=0)
     timezone: Zone | None = None
-    context_window_tokens: int = Field(default=128_000, ge=4_000)
+    context_window_tokens: int | None = Field(default=None, ge=4_000)
     reserve_tokens: int = Field(default=20_000, ge=0)
     keep_recent_tokens: int = Field(default=20_000, ge=0)
+    flush_margin_tokens: int = Field(default=4_000, ge=0)
+    memory_flush: bool = True
+    compaction_timeout_s: float = Field(default=180.0, gt=0)
 
 
 class _ConfigFile(BaseModel):
@@ -349,11 +356,12 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
     if mcp_config is not None:
         entries = _validate(_DesktopFile, _read_json(mcp_config), mcp_config).mcpServers
     beat = config.heartbeat
+    providers = _providers(config.providers, env)
     return Settings(
         home=home,
-        providers=_providers(config.providers, env),
+        providers=providers,
         servers=tuple(_server(name, entry) for name, entry in entries.items() if not entry.disabled),
-        agent=AgentSettings(**config.agent.model_dump()),
+        agent=_agent(config.agent, providers, env),
         heartbeat=HeartbeatSettings(
             beat.every_minutes, _hours(beat.active_hours) if beat.active_hours else None, beat.timezone
         ),
@@ -361,6 +369,26 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
         discord=_discord(config.discord, env),
         dm_scope=config.routing.dm_scope,
     )
+
+
+def _agent(entry: _AgentEntry, providers: tuple[ProviderProfile, ...], env: Mapping[str, str]) -> AgentSettings:
+    """The context window is the smallest of the configured models' unless set; the environment wins."""
+    window = _env_int(env, "HERMITCRAB_CONTEXT_WINDOW", 4_000) or entry.context_window_tokens
+    reserve = _env_int(env, "HERMITCRAB_RESERVE_TOKENS", 0)
+    return AgentSettings(
+        **entry.model_dump(exclude={"context_window_tokens", "reserve_tokens"}),
+        context_window_tokens=window or min((context_window(p.model) for p in providers), default=DEFAULT_WINDOW),
+        reserve_tokens=entry.reserve_tokens if reserve is None else reserve,
+    )
+
+
+def _env_int(env: Mapping[str, str], name: str, minimum: int) -> int | None:
+    value = env.get(name, "").strip().replace("_", "")
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < minimum:
+        raise ConfigError(f"{name}={env[name]!r}: should be a whole number of tokens, at least {minimum}")
+    return int(value)
 
 
 def _webhook(entry: _WebhookEntry, env: Mapping[str, str]) -> WebhookSettings:

@@ -1,4 +1,9 @@
-"""Sessions: one append-only JSONL transcript each, rebuilt into model messages after a restart."""
+"""Sessions: one append-only JSONL transcript each, kept in memory as the model's view and rebuilt after a restart.
+
+A transcript is read once and then followed from a byte offset, so a turn costs the same in a week-old session as
+in a new one: appends are read back from the tail, event ids are a set, and only the part after the latest
+compaction's first kept entry stays in memory.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -17,6 +23,51 @@ logger = logging.getLogger(__name__)
 
 INTERRUPTED = "[no result: the host stopped before this tool call finished]"
 SUMMARY_HEADER = "[Summary of the earlier part of this conversation, written when it was compacted]"
+MESSAGE_OVERHEAD_CHARS = 16  # role and framing of one message on the wire, roughly four tokens
+
+
+@dataclass
+class View:
+    """What the model sees of a transcript, kept up to date entry by entry.
+
+    `reported` is the provider's count of the context at its last answer (input plus output tokens) and
+    `added_chars` what was appended since, so the context size is known without re-counting everything.
+    """
+
+    summary: str | None = None
+    live: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    usage: Usage = field(default_factory=Usage)
+    event_ids: set[str] = field(default_factory=set[str])
+    flushed: bool = False
+    reported: int | None = None
+    added_chars: int = 0
+
+    def add(self, entry: dict[str, Any]) -> None:
+        kind = entry.get("kind")
+        usage = entry.get("usage")
+        if kind in ("assistant", "compaction") and isinstance(usage, dict):
+            counts = cast(dict[str, int], usage)
+            self.usage = self.usage + Usage(int(counts.get("input_tokens", 0)), int(counts.get("output_tokens", 0)))
+        if kind == "event":
+            self.event_ids.add(str(entry.get("event_id")))
+        elif kind == "compaction":
+            first = entry.get("first_kept_id")
+            kept = next((i for i, e in enumerate(self.live) if e.get("id") == first), len(self.live))
+            self.summary, self.live = str(entry.get("summary", "")), self.live[kept:]
+            self.flushed, self.reported, self.added_chars = False, None, 0
+        elif entry.get("flush"):
+            self.flushed = True  # the memory flush's own turn: recorded, never shown to the model again
+        elif kind in ("user", "assistant", "tool_call", "tool_result"):
+            self.live.append(entry)
+            reported = _reported(entry)
+            if reported:
+                self.reported, self.added_chars = reported, 0
+            else:
+                self.added_chars += entry_chars(entry)
+
+    def context_tokens(self) -> int | None:
+        """The context size by the provider's last count plus an estimate of what came since; None if uncounted."""
+        return None if self.reported is None else self.reported + self.added_chars // 4
 
 
 class Transcript:
@@ -24,6 +75,9 @@ class Transcript:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._view = View()
+        self._offset = 0
+        self._lines = 0
 
     def append(self, kind: str, **fields: Any) -> dict[str, Any]:
         entry = {"id": uuid.uuid4().hex[:12], "ts": dt.datetime.now(dt.UTC).isoformat(), "kind": kind, **fields}
@@ -38,23 +92,34 @@ class Transcript:
             os.fsync(fd)
         finally:
             os.close(fd)
+        self.view()  # read it back from the tail, with anything another process appended before it
         return entry
 
+    def view(self) -> View:
+        """The model's view, after reading whatever was appended to the file since the last call."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return self._view
+        if size < self._offset:  # replaced or truncated by hand: start over from the file
+            self._view, self._offset, self._lines = View(), 0, 0
+        if size > self._offset:
+            with self.path.open("rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read(size - self._offset)
+            complete = data.rfind(b"\n") + 1  # an unfinished last line waits until it is finished or sealed
+            for entry in _parse(data[:complete], self.path, self._lines):
+                self._view.add(entry)
+            self._offset += complete
+            self._lines += data.count(b"\n", 0, complete)
+        return self._view
+
     def entries(self) -> list[dict[str, Any]]:
+        """Every entry in the file, read afresh (for inspection and tests; turns use `view`)."""
         if not self.path.exists():
             return []
-        entries: list[dict[str, Any]] = []
-        for number, line in enumerate(self.path.read_bytes().splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                entry: object = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                logger.warning("%s:%d: skipping a torn transcript line", self.path, number)
-                continue
-            if isinstance(entry, dict):
-                entries.append(cast(dict[str, Any], entry))
-        return entries
+        data = self.path.read_bytes()
+        return list(_parse(data if data.endswith(b"\n") else data + b"\n", self.path, 0))
 
 
 @dataclass
@@ -64,40 +129,61 @@ class Session:
     key: str
     id: str
     transcript: Transcript
-    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens of every model call recorded in the transcript: the turns', compaction's and the flush's."""
+        return self.transcript.view().usage
 
     def messages(self) -> list[Message]:
-        return messages_from(self.transcript.entries())
+        view = self.transcript.view()
+        return messages_from(view.summary, view.live)
 
     def handled(self, event_id: str) -> bool:
         """Whether a server event item was already turned into a turn (events may be delivered twice)."""
-        return any(e.get("kind") == "event" and e.get("event_id") == event_id for e in self.transcript.entries())
+        return event_id in self.transcript.view().event_ids
 
 
 class SessionStore:
-    """Maps session keys to their current transcript under `state/sessions/`; `/new` starts a fresh one."""
+    """Maps session keys to their current transcript under `state/sessions/`; `/new` starts a fresh one.
+
+    Sessions stay open in memory, so a turn reads only what was appended since the last one.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self._index_path = root / "sessions.json"
+        self._sessions: dict[str, Session] = {}
+        self._index_cache: tuple[tuple[int, int], dict[str, Any]] | None = None
 
     def open(self, key: str) -> Session:
-        index = self._index()
-        record = index.get(key)
+        record = self._index().get(key)
         if record is None:
             return self.new(key)
-        session = Session(key, record["id"], Transcript(self.root / f"{record['id']}.jsonl"))
-        session.usage = usage_from(session.transcript.entries())
-        return session
+        return self._session(key, str(record["id"]))
 
     def new(self, key: str) -> Session:
         session_id = f"{_safe(key)}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
-        index = self._index()
+        index = dict(self._index())
         index[key] = {"id": session_id, "created": dt.datetime.now(dt.UTC).isoformat()}
         self._write_index(index)
-        return Session(key, session_id, Transcript(self.root / f"{session_id}.jsonl"))
+        return self._session(key, session_id)
+
+    def _session(self, key: str, session_id: str) -> Session:
+        session = self._sessions.get(session_id)
+        if session is None or session.key != key:
+            session = Session(key, session_id, Transcript(self.root / f"{session_id}.jsonl"))
+            self._sessions[session_id] = session
+        return session
 
     def _index(self) -> dict[str, Any]:
+        try:
+            stat = self._index_path.stat()
+        except FileNotFoundError:
+            return {}
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        if self._index_cache is not None and self._index_cache[0] == stamp:
+            return self._index_cache[1]
         try:
             data: object = json.loads(self._index_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -105,7 +191,9 @@ class SessionStore:
         except json.JSONDecodeError:
             logger.warning("%s is unreadable; starting a new index", self._index_path)
             return {}
-        return cast(dict[str, Any], data) if isinstance(data, dict) else {}
+        index = cast(dict[str, Any], data) if isinstance(data, dict) else {}
+        self._index_cache = (stamp, index)
+        return index
 
     def _write_index(self, index: dict[str, Any]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -115,14 +203,14 @@ class SessionStore:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self._index_path)
+        self._index_cache = None
 
 
-def messages_from(entries: list[dict[str, Any]]) -> list[Message]:
+def messages_from(summary: str | None, live: list[dict[str, Any]]) -> list[Message]:
     """Rebuild the model's view: the latest compaction summary, then the entries it kept and those after it.
 
     A tool call left without a result by a crash gets an error result, so no provider sees a dangling call.
     """
-    summary, live = split_at_compaction(entries)
     messages: list[Message] = [Message("user", f"{SUMMARY_HEADER}\n{summary}")] if summary else []
     pending: dict[str, str] = {}
     for entry in live:
@@ -149,25 +237,33 @@ def messages_from(entries: list[dict[str, Any]]) -> list[Message]:
     return messages
 
 
-def split_at_compaction(entries: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
-    """The latest compaction's summary and the entries still shown verbatim (kept ones, then newer ones)."""
-    last = max((i for i, e in enumerate(entries) if e.get("kind") == "compaction"), default=None)
-    if last is None:
-        return None, entries
-    compaction = entries[last]
-    first_kept = next((i for i, e in enumerate(entries[:last]) if e.get("id") == compaction.get("first_kept_id")), last)
-    return str(compaction.get("summary", "")), entries[first_kept:last] + entries[last + 1 :]
+def entry_chars(entry: dict[str, Any]) -> int:
+    """Characters an entry adds to the model's context (for the four-characters-a-token estimate)."""
+    arguments = entry.get("arguments")
+    extra = len(json.dumps(arguments, ensure_ascii=False)) + len(str(entry.get("name", ""))) if arguments else 0
+    return len(str(entry.get("text", ""))) + extra + MESSAGE_OVERHEAD_CHARS
 
 
-def usage_from(entries: list[dict[str, Any]]) -> Usage:
-    """Tokens of every model call recorded in the transcript: the turns' and compaction's own."""
-    total = Usage()
-    for entry in entries:
-        usage = entry.get("usage")
-        if entry.get("kind") in ("assistant", "compaction") and isinstance(usage, dict):
-            counts = cast(dict[str, int], usage)
-            total = total + Usage(int(counts.get("input_tokens", 0)), int(counts.get("output_tokens", 0)))
-    return total
+def _reported(entry: dict[str, Any]) -> int:
+    usage = entry.get("usage")
+    if entry.get("kind") != "assistant" or not isinstance(usage, dict):
+        return 0
+    counts = cast(dict[str, int], usage)
+    tokens_in = int(counts.get("input_tokens", 0))
+    return tokens_in + int(counts.get("output_tokens", 0)) if tokens_in > 0 else 0
+
+
+def _parse(data: bytes, path: Path, first_line: int) -> Iterator[dict[str, Any]]:
+    for number, line in enumerate(data.split(b"\n")[:-1], start=first_line + 1):
+        if not line.strip():
+            continue
+        try:
+            entry: object = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            logger.warning("%s:%d: skipping a torn transcript line", path, number)
+            continue
+        if isinstance(entry, dict):
+            yield cast(dict[str, Any], entry)
 
 
 def _interrupted(pending: dict[str, str]) -> list[Message]:

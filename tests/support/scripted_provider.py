@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,9 +12,15 @@ from hermitcrab.host.providers import Completion, Message, ToolCall, ToolSpec, U
 
 @dataclass
 class ScriptedProvider:
+    """Replays `replies` in order. Optional: `summary` answers every tool-less call (compaction's summaries)
+    without using up the script; `count_input` reports input tokens as the request's characters / 4, like a
+    provider's own count, instead of a flat 100."""
+
     label: str = "scripted"
     replies: list[Message] = field(default_factory=list)
     seen: list[dict[str, Any]] = field(default_factory=list)
+    summary: str | None = None
+    count_input: bool = False
 
     def say(self, text: str) -> ScriptedProvider:
         self.replies.append(Message("assistant", text))
@@ -25,6 +32,15 @@ class ScriptedProvider:
 
     async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
         self.seen.append({"system": system, "messages": list(messages), "tools": [t.name for t in tools]})
+        usage = Usage(_chars(system, messages, tools) // 4 if self.count_input else 100, 10)
+        if self.summary is not None and not tools:
+            return Completion(Message("assistant", self.summary), usage, model="scripted-model", provider=self.label)
         if not self.replies:
             raise AssertionError("the scripted provider ran out of replies")
-        return Completion(self.replies.pop(0), Usage(100, 10), model="scripted-model", provider=self.label)
+        return Completion(self.replies.pop(0), usage, model="scripted-model", provider=self.label)
+
+
+def _chars(system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
+    calls = sum(len(c.name) + len(json.dumps(c.arguments)) for m in messages for c in m.tool_calls)
+    specs = sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in tools)
+    return len(system) + sum(len(m.content) + 16 for m in messages) + calls + specs
