@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from zoneinfo import ZoneInfo
@@ -21,6 +21,7 @@ from .persona import PersonaFile, load_persona, render_persona
 from .pool import McpPool, ServerEvent
 from .providers.base import Provider
 from .session import Session, SessionStore
+from .subagents import Subagent, running_subagents, runtime_fact
 
 SYSTEM_TEMPLATE = files("hermitcrab.host").joinpath("system_prompt.md").read_text(encoding="utf-8")
 
@@ -48,7 +49,7 @@ class Agent:
         """The bootstrap files as they would be injected now into this session."""
         return load_persona(self.settings.workspace, today=self.now().date(), main_session=session_key == "main")
 
-    def system_prompt(self, event: Event, toolbox: HostToolbox) -> str:
+    def system_prompt(self, event: Event, toolbox: HostToolbox, subagents: Sequence[Subagent] = ()) -> str:
         now = self.now()
         persona = self.persona(event.session_key)
         self.last_persona[event.session_key] = persona
@@ -59,6 +60,7 @@ class Agent:
             session=event.session_key,
             user=_sender(event),
             tools=", ".join(spec.name for spec in toolbox.specs()),
+            subagents=runtime_fact(list(subagents)),
             persona=render_persona(persona),
         )
 
@@ -66,13 +68,14 @@ class Agent:
         return self.store.open(key)
 
     async def respond(self, event: Event, conversation: Conversation, on_tool: Activity | None = None) -> TurnResult:
-        toolbox = HostToolbox(self.pool, conversation)
+        toolbox = HostToolbox(self.pool, conversation, event.session_key)
+        subagents = await running_subagents(self.pool, event.session_key)
         session = self.session(event.session_key)
         result = await run_turn(
             provider=self.provider,
             toolbox=toolbox,
             session=session,
-            system=self.system_prompt(event, toolbox),
+            system=self.system_prompt(event, toolbox, subagents),
             user_text=event.text,
             settings=self.settings.agent,
             on_tool=on_tool,

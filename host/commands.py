@@ -9,6 +9,7 @@ from .capture import capture
 from .events import Event
 from .flush import Unattended
 from .pool import ServerHandle
+from .subagents import running_subagents
 
 Command = Callable[[Agent, Event], Awaitable[str]]
 
@@ -28,6 +29,8 @@ async def status(agent: Agent, event: Event) -> str:
     context_text = f"~{context // 4:,} tokens ({context:,} chars)" if context else "not measured yet (no turn so far)"
     servers: list[ServerHandle] = list(agent.pool.handles.values()) if agent.pool else []
     server_text = "".join(f"\n- {h.config.name}: {h.state}" for h in servers) or " none"
+    children = await running_subagents(agent.pool, event.session_key)
+    children_text = "".join(f"\n- {child.describe()}" for child in children) or " none"
     return "\n".join(
         [
             f"Model: {agent.provider.label}",
@@ -35,6 +38,7 @@ async def status(agent: Agent, event: Event) -> str:
             f"Tokens used: {usage.input_tokens:,} in / {usage.output_tokens:,} out",
             f"Context: {context_text}",
             f"MCP servers:{server_text}",
+            f"Sub-agents running:{children_text}",
         ]
     )
 

@@ -47,11 +47,12 @@ class Conversation(Protocol):
 
 
 class HostToolbox:
-    """MCP tools from the pool plus `ask_user` and `message`, bound to one conversation."""
+    """MCP tools from the pool plus `ask_user` and `message`, bound to one conversation and its session."""
 
-    def __init__(self, pool: McpPool | None, conversation: Conversation) -> None:
+    def __init__(self, pool: McpPool | None, conversation: Conversation, session_key: str = "main") -> None:
         self.pool = pool
         self.conversation = conversation
+        self.session_key = session_key
 
     def specs(self) -> list[ToolSpec]:
         mcp_specs = self.pool.tool_specs() if self.pool else []
@@ -66,7 +67,7 @@ class HostToolbox:
             return ToolOutcome(f"unknown tool {name!r}", True)
         token = current_asker.set(self.conversation.ask)
         try:
-            return await self.pool.call(name, arguments)
+            return await self.pool.call(name, arguments, self.session_key)
         finally:
             current_asker.reset(token)
 

@@ -33,6 +33,7 @@ MAX_BACKOFF_S = 30.0
 MAX_SAME_FAILURES = 5
 PROBE_INTERVAL_S = 5.0
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+SESSION_META = "hermitcrab/session"
 
 
 @dataclass(frozen=True)
@@ -139,12 +140,15 @@ class ServerHandle:
         self._ready.set()
         self.attempted.set()
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
+    async def call(self, tool: str, arguments: dict[str, Any], session: str | None = None) -> ToolOutcome:
+        """Call `tool`; `session` (the calling session's key) goes in the request's `_meta` as `hermitcrab/session`,
+        so a server can tell which conversation a call came from (spawn announces a sub-agent's end there)."""
         timeout = self.config.timeout_s
+        meta: types.RequestParamsMeta | None = {SESSION_META: session} if session is not None else None
         with call_clock(timeout):
             client = await self._connected()
             try:
-                result = await client.call_tool(tool, arguments)
+                result = await client.call_tool(tool, arguments, meta=meta)
             except MCPError as exc:
                 if _is_connection_lost(exc):
                     self._mark_down()
@@ -323,11 +327,11 @@ class McpPool:
     def tool_specs(self) -> list[ToolSpec]:
         return [route.spec for route in self.routes().values()]
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+    async def call(self, name: str, arguments: dict[str, Any], session: str | None = None) -> ToolOutcome:
         route = self.routes().get(name)
         if route is None:
             return ToolOutcome(f"unknown tool {name!r}; available: {', '.join(sorted(self.routes())) or 'none'}", True)
-        return await self.handles[route.server].call(route.tool, arguments)
+        return await self.handles[route.server].call(route.tool, arguments, session)
 
 
 def render_result(result: types.CallToolResult) -> str:

@@ -6,6 +6,7 @@ import logging
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import httpx
@@ -38,8 +39,9 @@ def setup_logging(verbose: bool, settings: Settings) -> None:
 
 
 @asynccontextmanager
-async def open_agent(settings: Settings) -> AsyncGenerator[Agent]:
-    """Start the MCP servers and an HTTP client; close both when the block ends."""
+async def open_agent(settings: Settings, sessions: Path | None = None) -> AsyncGenerator[Agent]:
+    """Start the MCP servers and an HTTP client; close both when the block ends. Transcripts live in `sessions`
+    (default `state/sessions`)."""
     profiles = settings.require_provider()
     logs = settings.state / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -47,5 +49,6 @@ async def open_agent(settings: Settings) -> AsyncGenerator[Agent]:
     with (logs / "servers.log").open("a", encoding="utf-8") as errlog, send, receive:
         async with httpx.AsyncClient() as client, McpPool(settings.servers, on_event=send.send, errlog=errlog) as pool:
             provider = FailoverProvider([create(profile, client) for profile in profiles])
-            agent = Agent(settings, provider, pool, SessionStore(settings.state / "sessions"), server_events=receive)
+            store = SessionStore(sessions or settings.state / "sessions")
+            agent = Agent(settings, provider, pool, store, server_events=receive)
             yield agent

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 from pathlib import Path
 
-OWN_SERVERS = ("memory", "exec", "browser", "cron")
+OWN_SERVERS = ("memory", "exec", "browser", "cron", "spawn")
 
 
 def launch_command(name: str) -> str:
     """The server's console script: next to this Python first (a venv that is not activated), then on PATH."""
-    script = f"hermitcrab-{name}"
+    return _script(f"hermitcrab-{name}")
+
+
+def _script(script: str) -> str:
     beside = Path(sys.executable).parent / script
     if beside.exists():
         return str(beside)
@@ -27,5 +31,7 @@ def server_entry(name: str, home: Path) -> dict[str, str | list[str]]:
         "exec": ["--root", workspace, *state],
         "browser": ["--root", workspace, *state],  # uploads come only from the workspace
         "cron": state,
+        # the agent runtime is this host's own `subagent` command, pinned to this home like the servers
+        "spawn": [*state, "--agent", shlex.join([_script("hermitcrab"), "subagent", "--home", str(home)])],
     }
     return {"command": launch_command(name), "args": args[name]}

@@ -1,0 +1,45 @@
+"""`hermitcrab subagent`: one sub-agent run as the spawn server starts it: the task in, the final answer on stdout."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+
+from ..config import Settings, load_settings
+from ..subagent import run_subagent, subagent_settings
+from .options import VerboseOption
+from .runtime import open_agent, setup_logging
+
+
+def subagent(
+    task: Annotated[str, typer.Argument(help="The task; the sub-agent sees nothing else.")],
+    run_dir: Annotated[Path, typer.Option("--run-dir", help="The run's folder; its transcript is kept under it.")],
+    session: Annotated[str, typer.Option(help="The run's session key (spawn passes subagent:<run id>).")] = "subagent",
+    label: Annotated[str, typer.Option(help="The run's name, shown in its prompt.")] = "sub-agent",
+    model: Annotated[str | None, typer.Option(help="Use this model instead of the configured ones.")] = None,
+    hide_tool: Annotated[
+        list[str] | None, typer.Option("--hide-tool", help="A tool the sub-agent must not see (repeatable).")
+    ] = None,
+    home: Annotated[Path | None, typer.Option(help="The hermitcrab home (default: $HERMITCRAB_HOME).")] = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Run one task to its end with the parent's MCP servers and print the final answer (for hermitcrab-spawn)."""
+    environ = {**os.environ, "HERMITCRAB_HOME": str(home)} if home is not None else None
+    settings = subagent_settings(load_settings(environ), model, hide_tool or [])
+    setup_logging(verbose, settings)
+    reply = anyio.run(_run, settings, run_dir, task, session, label)
+    if reply:
+        typer.echo(reply)
+
+
+async def _run(settings: Settings, run_dir: Path, task: str, session: str, label: str) -> str | None:
+    async with open_agent(settings, sessions=run_dir / "sessions") as agent:
+        return (await run_subagent(agent, task, session, label)).reply
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(subagent)
