@@ -58,12 +58,15 @@ def server_pid(state: Path) -> int:
 
 
 def memory_mb(pid: int) -> dict[str, float]:
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return {name: round(int(fields[key].split()[0]) / 1024, 1) for name, key in (("rss_mb", "VmRSS"), ("peak_mb", "VmHWM"))}
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    fields = dict(line.split(":", 1) for line in lines if ":" in line)
+    pairs = (("rss_mb", "VmRSS"), ("peak_mb", "VmHWM"))
+    return {name: round(int(fields[key].split()[0]) / 1024, 1) for name, key in pairs}
 
 
 async def bench_server(jobs: int, duration: float, state: Path) -> dict[str, Any]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "hermitcrab.servers.cron", "--state", str(state)])
+    command = ["-m", "hermitcrab.servers.cron", "--state", str(state)]
+    params = StdioServerParameters(command=sys.executable, args=command)
     seen: dict[str, tuple[str, datetime, datetime, float]] = {}  # id -> (job, scheduled, fired, seen at)
     repeats = 0
     async with Client(params) as client:

@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 Reason = Literal["schedule", "catch-up", "missed", "manual"]
 _MICRO = timedelta(microseconds=1)
+COMMIT_GAP_S = 0.05  # at most ~20 store writes a second however many jobs are due: p99 lateness stays far under 1 s
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,7 @@ class Engine:
             self._outbox_wake.set()
 
     async def _commit_forever(self) -> None:
+        """Group commit: ticks that came due during one write (and a short gap after it) share the next one."""
         async for tick in self._ticks_out:
             batch = [tick]
             while True:
@@ -236,11 +238,12 @@ class Engine:
                 except anyio.WouldBlock:
                     break
             await self._commit(batch)
+            await anyio.sleep(COMMIT_GAP_S)
 
     async def _commit(self, batch: list[Tick]) -> list[Item]:
         now = datetime.now(UTC)
         written = self.store.transact(lambda state: self._apply_all(state, batch, now))
-        await anyio.to_thread.run_sync(self.runs.append, written.records)
+        self.runs.append(written.records)
         if written.jobs_changed:
             self._reconcile(now)
         waiting = {event.id for event in self.store.state.events}
@@ -321,7 +324,7 @@ class Engine:
                 group.start_soon(send, outgoing)
         if outcomes:
             records = self.store.transact(lambda state: self._delivered(state, outcomes, datetime.now(UTC)))
-            await anyio.to_thread.run_sync(self.runs.append, records)
+            self.runs.append(records)
         waits = [(outgoing.next_attempt_at - datetime.now(UTC)).total_seconds() for outgoing in self.store.state.outbox]
         return max(0.0, min(waits)) if waits else math.inf
 

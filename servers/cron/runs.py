@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import heapq
 import json
-import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -25,15 +24,13 @@ class RunLog:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.keep = keep
         self._lines: dict[str, int] = {}
-        self._mutex = threading.Lock()  # appends come from the event loop and from worker threads
 
     def append(self, records: list[dict[str, Any]]) -> None:
         by_job: dict[str, list[str]] = defaultdict(list)
         for record in records:
             by_job[record["job_id"]].append(json.dumps(record, ensure_ascii=False) + "\n")
-        with self._mutex:
-            for job_id, lines in by_job.items():
-                self._append(job_id, lines)
+        for job_id, lines in by_job.items():
+            self._append(job_id, lines)
 
     def _append(self, job_id: str, lines: list[str]) -> None:
         path = self._path(job_id)
