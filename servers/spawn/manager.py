@@ -20,6 +20,7 @@ from .runs import Run, Runtime, State, Status, Store, new_run_id
 
 logger = logging.getLogger(__name__)
 SUBAGENT_SESSION = "subagent:"
+ADOPT_EVERY_S = 2.0
 OWN_TOOLS = ("sessions_spawn", "sessions_list", "sessions_status", "sessions_result", "sessions_kill", "sessions_ack")
 
 
@@ -70,9 +71,7 @@ class Manager:
         if self._group is not None:
             yield self
             return
-        adopted = self.store.adopt_orphans()
-        if adopted:
-            logger.warning("took over %d run(s) of a spawn server that is gone: %s", len(adopted), ", ".join(adopted))
+        self._adopt_orphans()
         try:
             async with anyio.create_task_group() as group:
                 self._group = group
@@ -171,9 +170,19 @@ class Manager:
         run = state.runs.get(session.removeprefix(SUBAGENT_SESSION)) if session.startswith(SUBAGENT_SESSION) else None
         return run.depth if run is not None else 0
 
+    def _adopt_orphans(self) -> bool:
+        adopted = self.store.adopt_orphans()
+        if adopted:
+            logger.warning("took over %d run(s) of a spawn server that is gone: %s", len(adopted), ", ".join(adopted))
+        return bool(adopted)
+
     async def _schedule_forever(self) -> None:
+        """Start queued runs as slots free up; now and then, take over the runs of a spawn server that went away
+        (one that was still shutting down when this one started)."""
         while True:
             self._wake = anyio.Event()
+            if self._adopt_orphans():
+                await self.notifier.changed()
             state = self.store.read()
             queued = sorted(
                 (
@@ -187,7 +196,8 @@ class Manager:
                 self._slots.add(run.id)
                 assert self._group is not None
                 self._group.start_soon(self._run, run)
-            await self._wake.wait()
+            with anyio.move_on_after(ADOPT_EVERY_S):
+                await self._wake.wait()
 
     async def _run(self, run: Run) -> None:
         run_dir = self.store.run_dir(run.id)

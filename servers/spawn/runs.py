@@ -98,10 +98,12 @@ class Store:
         """Take over the runs of owners that are gone: active ones become interrupted, unacknowledged ones are
         announced from here. The ids of the runs taken over."""
 
+        gone = self._gone_owners(self.read())
+        if not gone:
+            return []
+
         def adopt(state: State) -> list[str]:
             now = datetime.now(UTC)
-            owners = {run.owner for run in state.runs.values() if run.active or not run.acked}
-            gone = {owner for owner in owners if not self._owner_alive(owner)}
             adopted: list[str] = []
             for run in state.runs.values():
                 if run.owner in gone and (run.active or not run.acked):
@@ -124,6 +126,10 @@ class Store:
     def close(self) -> None:
         self._alive.release()
         self._owner_lock(self.owner).unlink(missing_ok=True)
+
+    def _gone_owners(self, state: State) -> set[str]:
+        owners = {run.owner for run in state.runs.values() if run.active or not run.acked}
+        return {owner for owner in owners if not self._owner_alive(owner)}
 
     def _owner_alive(self, owner: str) -> bool:
         if owner == self.owner:

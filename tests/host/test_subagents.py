@@ -1,0 +1,97 @@
+"""The host side of sub-agents, with the real spawn server over stdio: calls carry their session in `_meta`, running
+children appear in the runtime facts and /status, and a finished run becomes a `subagent` turn in its parent session."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+
+from hermitcrab.host.agent import Agent
+from hermitcrab.host.commands import status
+from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
+from hermitcrab.host.events import Event, Target
+from hermitcrab.host.gateway import Gateway
+from hermitcrab.host.pool import McpPool, ServerEvent
+from hermitcrab.host.session import SessionStore
+from hermitcrab.host.triggers import relay_server_events
+from tests.support.scripted_provider import ScriptedProvider
+
+from .test_gateway import RecordingChannel
+
+FAKE_CLI = str(Path(__file__).parents[1] / "servers" / "spawn" / "fake_cli.py")
+CHAT = Target("test", "chat-7", "ada")
+
+
+def spawn_server(state: Path) -> ServerConfig:
+    clis = [f"slow={sys.executable} {FAKE_CLI} --sleep 60", f"echo={sys.executable} {FAKE_CLI}"]
+    flags = [flag for cli in clis for flag in ("--cli", cli)]
+    return ServerConfig(
+        "spawn", command=sys.executable, args=("-m", "hermitcrab.servers.spawn", "--state", str(state), *flags)
+    )
+
+
+@asynccontextmanager
+async def host(tmp_path: Path, provider: ScriptedProvider, channel: RecordingChannel) -> AsyncIterator[Gateway]:
+    """A pool with the spawn server, a gateway and the relay, wired as `hermitcrab run` wires them."""
+    send, receive = anyio.create_memory_object_stream[ServerEvent](100)
+    settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings())
+    async with (
+        McpPool([spawn_server(tmp_path / "spawn")], on_event=send.send) as pool,
+        anyio.create_task_group() as group,
+    ):
+        agent = Agent(settings, provider, pool, SessionStore(tmp_path / "sessions"))
+        gateway = Gateway(agent, {"test": channel}, ask_timeout_s=1)
+        await group.start(gateway.serve)
+        group.start_soon(relay_server_events, receive, pool, gateway.submit, lambda: CHAT)
+        yield gateway
+        group.cancel_scope.cancel()
+
+
+def spawn_call(call_id: str, cli: str, label: str) -> tuple[str, str, dict[str, object]]:
+    return (call_id, "sessions_spawn", {"task": f"{label} task", "label": label, "runtime": "cli", "cli": cli})
+
+
+async def test_a_running_child_shows_in_its_sessions_prompt_and_status_and_nowhere_else(tmp_path: Path):
+    provider = ScriptedProvider().call(spawn_call("c1", "slow", "research")).say("Started.").say("Still waiting.")
+    async with host(tmp_path, provider, RecordingChannel()) as gateway:
+        await gateway.process(Event("message", "look into it", CHAT, session_key="chat-7"))
+        await gateway.process(Event("message", "and?", CHAT, session_key="chat-7"))
+        own = await status(gateway.agent, Event("message", "/status", CHAT, session_key="chat-7"))
+        other = await status(gateway.agent, Event("message", "/status", CHAT, session_key="main"))
+
+    spawned = json.loads(provider.seen[1]["messages"][-1].content)
+    assert spawned["status"] == "accepted"
+    assert "Sub-agents still working" not in provider.seen[0]["system"]
+    assert 'Sub-agents still working for this session (1): "research" (run ' in provider.seen[2]["system"]
+    assert "wait for all of them before you give your final answer" in provider.seen[2]["system"]
+    assert f'Sub-agents running:\n- "research" (run {spawned["run_id"]}, ' in own
+    assert "Sub-agents running: none" in other
+
+
+async def test_a_finished_run_is_a_subagent_turn_in_its_parent_session_then_acknowledged(tmp_path: Path):
+    provider = ScriptedProvider().call(spawn_call("c1", "echo", "lookup")).say("On it.").say("The lookup is done.")
+    channel = RecordingChannel()
+    async with host(tmp_path, provider, channel) as gateway:
+        await gateway.process(Event("message", "look it up", CHAT, session_key="chat-7"))
+        with anyio.fail_after(10):
+            while len(channel.sent) < 2:
+                await channel.next_message()
+            while "announced=True" not in repr(await _runs(gateway)):
+                await anyio.sleep(0.05)
+        transcript = gateway.agent.session("chat-7").transcript.entries()
+
+    announcement = provider.seen[2]["messages"][-1].content
+    assert announcement == '[event from spawn]\n[sub-agent lookup finished: ok] ["lookup task"]'
+    assert [text for _, text in channel.sent] == ["On it.", "The lookup is done."]
+    assert [entry["kind"] for entry in transcript].count("event") == 1
+
+
+async def _runs(gateway: Gateway) -> list[str]:
+    assert gateway.agent.pool is not None
+    listed = await gateway.agent.pool.call("sessions_list", {}, "chat-7")
+    return [f"announced={run['announced']}" for run in json.loads(listed.text)["runs"]]
