@@ -183,7 +183,7 @@ def _shortened(previous: str | None, older: list[dict[str, Any]], budget: Budget
     stubs: list[str] = []
     used = 0
     for entry in reversed(older):
-        stub = _render(entry, STUB_CHARS if entry.get("kind") in ("tool_call", "tool_result") else 2_000)
+        stub = _render(entry, STUB_CHARS if entry.get("kind") in ("tool_call", "tool_result") else 1_000)
         if used + len(stub) > budget.summary_chars:
             break
         stubs.append(stub)
