@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import statistics
+import time
 from pathlib import Path
 
+from hermitcrab.host.config import AgentSettings
+from hermitcrab.host.loop import run_turn
 from hermitcrab.host.providers import Message, ToolCall
 from hermitcrab.host.session import INTERRUPTED, SessionStore
+from tests.support.scripted_provider import ScriptedProvider
+
+from .test_loop import Toolbox
 
 
 def test_a_session_continues_after_a_restart(tmp_path: Path):
@@ -54,3 +62,56 @@ def test_new_starts_a_fresh_transcript_and_keeps_the_old_one(tmp_path: Path):
     assert store.open("main").id == fresh.id != old.id
     assert fresh.messages() == []
     assert old.transcript.path.exists()
+
+
+def test_entries_appended_by_another_process_are_read_from_the_tail(tmp_path: Path):
+    ours = SessionStore(tmp_path).open("main")
+    ours.transcript.append("user", text="from us")
+    theirs = SessionStore(tmp_path).open("main")  # e.g. `hermitcrab ask` while `hermitcrab run` is up
+
+    theirs.transcript.append("assistant", text="from them", usage={"input_tokens": 3, "output_tokens": 1})
+    theirs.transcript.append("event", event_id="job-1")
+
+    assert [m.content for m in ours.messages()] == ["from us", "from them"]
+    assert ours.handled("job-1") and ours.usage.input_tokens == 3
+
+
+def write_transcript(path: Path, entries: int, keep: int) -> None:
+    """A long transcript written in one go: `entries` turns' worth, compacted so the last `keep` stay verbatim."""
+    lines = []
+    for index in range(entries - keep - 1):
+        kind = ("user", "assistant", "event")[index % 3]
+        lines.append({"id": f"e{index}", "kind": kind, "text": f"old {index} " + "o" * 200, "event_id": f"ev{index}"})
+    kept = [{"id": f"k{i}", "kind": ("user", "assistant")[i % 2], "text": f"recent {i}"} for i in range(keep)]
+    lines.append({"id": "c", "kind": "compaction", "summary": "- summary", "first_kept_id": "k0"})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in [*lines[:-1], *kept, lines[-1]]))
+
+
+async def test_a_turn_costs_the_same_in_a_50000_entry_transcript_as_in_a_50_entry_one(tmp_path: Path):
+    sessions = []
+    for name, size in (("small", 50), ("big", 50_000)):
+        store = SessionStore(tmp_path / name)
+        session = store.new("main")
+        write_transcript(session.transcript.path, size, keep=40)
+        sessions.append(store.open("main"))
+    provider = ScriptedProvider()
+    timings: dict[str, list[float]] = {"small": [], "big": []}
+    for index in range(30):
+        for name, session in zip(("small", "big"), sessions, strict=True):
+            provider.say(f"answer {index}")
+            start = time.perf_counter()
+            assert not session.handled(f"ev-new-{index}")
+            await run_turn(
+                provider=provider,
+                toolbox=Toolbox(),
+                session=session,
+                system="S",
+                user_text=f"question {index}",
+                settings=AgentSettings(),
+            )
+            timings[name].append(time.perf_counter() - start)
+
+    small, big = (statistics.median(timings[name]) for name in ("small", "big"))
+    assert big < 2 * small, (small, big)
+    assert sessions[1].handled("ev2") and len(sessions[1].messages()) == 1 + 40 + 60
