@@ -376,6 +376,13 @@ ATTEMPTS: list[Attempt] = [
         "tar -xf evil.tar; tar -xf evil.tar",
     ),
     *_x(
+        "quote removal the parser gets wrong",
+        "find . \"\"'-exec' touch @WS@/.ran ';'",
+        "find . \"\"\"\"-exec'' touch @WS@/.ran ';'",
+        "sort a.txt \"\"'-o' @OUT@/pwned",
+        "sort a.txt \"\"'--compress-program=touch'",
+    ),
+    *_x(
         "unparsed construct",
         "[[ -n $(touch @WS@/.ran) ]]",
         "case x in x) touch @WS@/.ran;; esac",

@@ -332,14 +332,16 @@ def fuzz_line(rng: random.Random) -> str:
     return "printf '%s\\n' " + " ".join(words)
 
 
-def policy_words(line: str) -> list[str | None] | None:
+def policy_words(line: str, home: Path) -> list[str | None] | None:
+    """The words after printf's format as the policy reads them (a leading `~/` expanded as it does)."""
     try:
         parsed = parse(line)
     except ShellSyntaxError:
         return None
     if len(parsed.commands) != 1:
         return None
-    return [w.text for w in parsed.commands[0].words[2:]]
+    words = parsed.commands[0].words[2:]
+    return [f"{home}{w.text[1:]}" if w.tilde and w.text else w.text for w in words]
 
 
 async def fuzz(lab: Lab, sandbox: str, count: int, seed: int) -> dict[str, Any]:
@@ -355,7 +357,7 @@ async def fuzz(lab: Lab, sandbox: str, count: int, seed: int) -> dict[str, Any]:
             if result.is_error or result.structured_content is None:
                 continue
             allowed += 1
-            seen = policy_words(line)
+            seen = policy_words(line, lab.home)
             if seen is None or None in seen:
                 continue
             compared += 1

@@ -94,6 +94,44 @@ def _unquoted(raw: str) -> str:
     return "".join(out)
 
 
+def _dequote(raw: str) -> str | None:
+    """Quote removal as bash does it for a word without expansions (None if it has one), to check bashlex's:
+    it reads `""'-e'` as `'-e'` where bash passes `-e` (found by the differential fuzzer)."""
+    out: list[str] = []
+    index, length = 0, len(raw)
+    while index < length:
+        char = raw[index]
+        if char == "\\":
+            out.append(raw[index + 1 : index + 2] if raw[index + 1 : index + 2] != "\n" else "")
+            index += 2
+        elif char == "'":
+            close = raw.find("'", index + 1)
+            if close < 0:
+                return None
+            out.append(raw[index + 1 : close])
+            index = close + 1
+        elif char == '"':
+            index += 1
+            while index < length and raw[index] != '"':
+                if raw[index] == "\\" and raw[index + 1 : index + 2] in ("$", "`", '"', "\\", "\n"):
+                    out.append("" if raw[index + 1] == "\n" else raw[index + 1])
+                    index += 2
+                elif raw[index] in "$`":
+                    return None
+                else:
+                    out.append(raw[index])
+                    index += 1
+            if index >= length:
+                return None
+            index += 1
+        elif char in "$`":
+            return None
+        else:
+            out.append(char)
+            index += 1
+    return "".join(out)
+
+
 def operand_only(word: Word) -> bool:
     """Whether `word`, even when bash computes it, stays an operand: it starts with a literal character that is
     not `-` and cannot split (no `$` or backquote), so a glob or brace expansion yields words like `src/a.py`."""
@@ -228,7 +266,7 @@ class _Walker:
         raw = self.raw(node)
         parts = list(getattr(node, "parts", None) or [])
         if not parts and not _DYNAMIC.search(_unquoted(raw)) and raw.isprintable():
-            return Word(raw, node.word)
+            return Word(raw, node.word if _dequote(raw) == node.word else None)
         if raw.startswith("~/") and [p.kind for p in parts] == ["tilde"] and not _DYNAMIC.search(raw[1:]):
             return Word(raw, node.word, tilde=True)
         return Word(raw, None)

@@ -175,6 +175,9 @@ BYPASSES = [
     "git --exec-path=. status",
     "git apply p.patch && echo x > l/x",
     "cat < /dev/tcp/127.0.0.1/1",
+    # bashlex's quote removal differs from bash's here (found by the differential fuzzer): `""'-exec'` is `-exec`
+    "find . \"\"'-exec' rm x ';'",
+    "find . \"\"\"\"-exec'' rm x ';'",
     # option allowlists
     "git log --ext-diff",
     "git commit -S -m x",
