@@ -1,29 +1,16 @@
-"""The `cron://events` contract: the items a job leaves for the host, and telling listeners that items arrived.
-
-Listeners are told in both protocol eras: 2026-era hosts through the `subscriptions/listen` bus, older ones
-(desktop apps) through `notifications/resources/updated` after they called `resources/subscribe`.
-"""
+"""The `cron://events` contract: the items a job leaves for the host, their ids, and the resource's JSON."""
 
 from __future__ import annotations
 
 import json
-import logging
 import secrets
 from datetime import UTC, datetime
-from typing import Any
 
-import anyio
-from mcp import types
-from mcp.server.context import ServerRequestContext
-from mcp.server.mcpserver import MCPServer
-from mcp.server.session import ServerSession
-from mcp.server.subscriptions import ResourceUpdated, SubscriptionBus
 from pydantic import BaseModel, ConfigDict, Field
 
 from .jobs import Job, Session
 from .schedule import zone
 
-logger = logging.getLogger(__name__)
 EVENTS_URI = "cron://events"
 ACK = {"tool": "cron_ack", "argument": "event_ids"}
 
@@ -80,53 +67,3 @@ def wake_item(text: str, now: datetime) -> Item:
 def render(items: list[Item]) -> str:
     """The resource's JSON: the items waiting, oldest first, and how to acknowledge them."""
     return json.dumps({"items": [item.model_dump(mode="json") for item in items], "ack": ACK}, ensure_ascii=False)
-
-
-class Notifier:
-    """Tells every listener of both protocol eras that `cron://events` changed, at most once per `min_gap_s`.
-
-    A thousand jobs due in one second must not become a thousand notifications: a listener that falls behind has
-    its stream ended by the SDK, so changes are coalesced and the resource read once for all of them.
-    """
-
-    def __init__(self, bus: SubscriptionBus, min_gap_s: float = 0.05) -> None:
-        self._bus = bus
-        self._min_gap_s = min_gap_s
-        self._sessions: list[ServerSession] = []
-        self._due = anyio.Event()
-
-    def install(self, server: MCPServer[Any]) -> None:
-        """Serve resources/subscribe and resources/unsubscribe, which the SDK leaves to the server."""
-        lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # the SDK has no public seam for this
-        lowlevel.add_request_handler("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
-        lowlevel.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
-
-    async def _subscribe(
-        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
-    ) -> types.EmptyResult:
-        if ctx.session not in self._sessions:
-            self._sessions.append(ctx.session)
-        return types.EmptyResult()
-
-    async def _unsubscribe(
-        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
-    ) -> types.EmptyResult:
-        if ctx.session in self._sessions:
-            self._sessions.remove(ctx.session)
-        return types.EmptyResult()
-
-    def changed(self) -> None:
-        """Items were added: listeners hear of it at once, or right after the previous notification's gap."""
-        self._due.set()
-
-    async def run(self) -> None:
-        while True:
-            await self._due.wait()
-            self._due = anyio.Event()
-            await self._bus.publish(ResourceUpdated(uri=EVENTS_URI))
-            for session in list(self._sessions):
-                try:
-                    await session.send_resource_updated(EVENTS_URI)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    self._sessions.remove(session)  # that host went away
-            await anyio.sleep(self._min_gap_s)

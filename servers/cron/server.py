@@ -14,11 +14,12 @@ from mcp.server.subscriptions import InMemorySubscriptionBus
 from pydantic import BaseModel, Field, ValidationError
 
 from hermitcrab.servers._common.arguments import describe_invalid
+from hermitcrab.servers._common.notifier import Notifier
 from hermitcrab.servers._common.server import GuardedServer
 
 from . import webhook
 from .engine import Engine, Tick, next_after
-from .events import EVENTS_URI, Item, Notifier, render, wake_item
+from .events import EVENTS_URI, Item, render, wake_item
 from .jobs import MAX_TEXT_CHARS, Job, JobPatch, JobSpec, LastRun, Schedule, Session, check_future, new_id
 from .runs import RunLog
 from .store import State, Store
@@ -96,7 +97,7 @@ def build_server(
     """The cron server keeping its store in `state`; `backoff` is the webhook retry schedule in seconds."""
     store = Store(state)
     bus = InMemorySubscriptionBus()
-    engine = Engine(store, RunLog(state), Notifier(bus), grace_s, backoff, poll_s)
+    engine = Engine(store, RunLog(state), Notifier(bus, EVENTS_URI), grace_s, backoff, poll_s)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncGenerator[None]:
