@@ -177,7 +177,9 @@ def written(args: Sequence[Word]) -> list[Word]:
     # A repository given by its path is written by a push, and becomes a push target as a clone's origin or a
     # remote's URL: it must be inside the roots too (a URL with a host is not a path).
     remotes = {"push": positional[:1], "clone": positional[:1], "remote": positional[2:3], "submodule": positional[1:2]}
-    paths += [Word(w.raw, w.text.removeprefix("file://")) for w in remotes.get(sub or "", []) if _local(w.text)]
+    for word in remotes.get(sub or "", []):
+        if word.text is not None and _local(word.text):
+            paths.append(Word(word.raw, word.text.removeprefix("file://")))
     if sub in _WRITES_OUTPUT:
         for i, word in enumerate(rest):
             text = word.text or ""
