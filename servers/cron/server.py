@@ -18,7 +18,7 @@ from hermitcrab.servers._common.notifier import Notifier
 from hermitcrab.servers._common.server import GuardedServer
 
 from . import webhook
-from .engine import Engine, Tick, next_after
+from .engine import Engine, Tick, next_run
 from .events import EVENTS_URI, Item, render, wake_item
 from .jobs import MAX_TEXT_CHARS, Job, JobPatch, JobSpec, LastRun, Schedule, Session, check_future, new_id
 from .runs import RunLog
@@ -132,7 +132,7 @@ def build_server(
                 f"another hermitcrab-cron process (pid {engine.lock.owner() or 'unknown'}) fires the jobs of this "
                 "store; this one serves reads and edits without firing and takes over when that one exits"
             )
-        upcoming = [(moment, job) for job in current.jobs.values() if (moment := next_after_now(job, now))]
+        upcoming = [(moment, job) for job in current.jobs.values() if (moment := next_run(job))]
         soonest = min(upcoming, key=lambda pair: pair[0], default=None)
         return Status(
             role="scheduler" if engine.firing else "standby",
@@ -218,7 +218,7 @@ def build_server(
         if mode == "force":
             items = await engine.run_now(Tick(job.id, now, "manual"))
             return Ran(ran=True, event_ids=[item.id for item in items])
-        owed = next_after(job.trigger(), job.cursor or job.since) if job.enabled else None
+        owed = next_run(job)
         if owed is None or owed > now:
             _, words = engine.next_in_words(job, now)
             return Ran(ran=False, event_ids=[], note=f"not due: next run {words or 'never (disabled or finished)'}")
@@ -281,10 +281,6 @@ def existing(state: State, job_id: str) -> Job:
     if job is None:
         raise ToolError(f"There is no job {job_id!r}; cron_list shows the ids of the jobs there are.")
     return job
-
-
-def next_after_now(job: Job, now: datetime) -> datetime | None:
-    return next_after(job.trigger(), max(job.cursor or job.since, now)) if job.enabled else None
 
 
 def refuse_past(tool: str, argument: str, schedule: Schedule, now: datetime) -> None:

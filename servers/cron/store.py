@@ -118,9 +118,9 @@ class Store:
         warning = f"{self.path.name} was unreadable ({reason}); recovered the previous version from {self.backup.name}"
         logger.warning("%s", warning)
         self.warnings.append(warning)
-        self._write(keep_previous=False)
+        self._write()
 
-    def _write(self, keep_previous: bool = True) -> None:
+    def _write(self) -> None:
         data = self.state.model_dump_json(indent=1).encode()
         fd, temporary = tempfile.mkstemp(prefix=".cron.json.", suffix=".tmp", dir=self.directory)
         try:
@@ -128,7 +128,7 @@ class Store:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-            if keep_previous and self.path.exists():
+            if self.path.exists():
                 link = self.backup.with_name(".cron.json.bak.tmp")
                 link.unlink(missing_ok=True)
                 os.link(self.path, link)  # a hard link: cron.json itself is never missing

@@ -1,4 +1,4 @@
-"""hermitcrab-cron as a real stdio process: --help, and kill -9 followed by a restart on the same store."""
+"""hermitcrab-cron as a real process: --help, streamable HTTP, and kill -9 followed by a restart on the same store."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from tests.servers.cron.conftest import call, events, job, soon
+from tests.support.fake_llm import free_port
+from tests.support.processes import serving
 
 
 def test_help_lists_the_flags():
@@ -21,6 +23,16 @@ def test_help_lists_the_flags():
     ).stdout
     for flag in ("--state", "--grace-s", "--http", "--log-level"):
         assert flag in shown
+
+
+async def test_serves_streamable_http(state: Path):
+    port = free_port()
+    command = [sys.executable, "-m", "hermitcrab.servers.cron", "--state", str(state), "--http", f"127.0.0.1:{port}"]
+    with serving(command, port) as url:
+        async with Client(url) as client:
+            woken = await call(client, "cron_wake", text="over http")
+            assert [item["id"] for item in (await events(client))["items"]] == [woken["event_id"]]
+            assert (await call(client, "cron_status"))["role"] == "scheduler"
 
 
 def server_params(state: Path) -> StdioServerParameters:
