@@ -14,7 +14,7 @@ import logging
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,6 @@ from discord import app_commands
 from discord.asset import Asset
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
-from discord.utils import MISSING
 
 from hermitcrab.host.events import ChatType, Event, Target
 
@@ -54,6 +53,7 @@ BACKOFF_S = 0.5
 TYPING_EVERY_S = 8.0
 TYPING_MAX_S = 600.0
 SEEN_MESSAGES = 2000
+RECONNECT_S = 5.0
 
 
 class LoginRefused(Exception):
@@ -104,7 +104,12 @@ class DiscordChannel:
                         f"Discord refused the bot token ({exc}); check [discord] token or DISCORD_TOKEN"
                     ) from None
                 task_status.started()
-                await self.client.connect(reconnect=True)
+                while True:
+                    try:
+                        await self.client.connect(reconnect=True)
+                    except (discord.DiscordException, KeyError, TypeError, ValueError):  # a dispatch it choked on
+                        logger.exception("discord: the connection failed; reconnecting in %g s", RECONNECT_S)
+                        await anyio.sleep(RECONNECT_S)
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 await self.client.close()
@@ -126,6 +131,7 @@ class DiscordChannel:
     async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
         """Show the question (with a button per choice) and wait for the asked user; a typed answer is the host's."""
         key = (target.conversation, target.user)
+        target = replace(target, reply_to=None)  # the reply to the message comes later, once
         self._asking[key] = self._asking.get(key, 0) + 1
         try:
             if not choices:
@@ -283,15 +289,12 @@ class _Part:
     interaction: discord.Interaction | None
 
     async def send(self, text: str, view: discord.ui.View | None) -> discord.Message:
+        options: dict[str, Any] = {} if view is None else {"view": view}
         if self.interaction is not None and not self.interaction.is_expired():
-            followup = self.interaction.followup
-            if view is None:
-                return await followup.send(text, wait=True)
-            return await followup.send(text, view=view, wait=True)
-        reference = self.reference or MISSING  # discord.py's "not given"
-        if view is None:
-            return await self.channel.send(text, reference=reference)
-        return await self.channel.send(text, view=view, reference=reference)
+            return await self.interaction.followup.send(text, wait=True, **options)
+        if self.reference is not None:
+            options["reference"] = self.reference
+        return await self.channel.send(text, **options)
 
 
 def _where(channel: object, guild_id: int | None, channel_id: int | None = None) -> Where:
@@ -314,6 +317,7 @@ class _Client(discord.Client):
     def __init__(self, channel: DiscordChannel) -> None:
         intents = discord.Intents.default()
         intents.message_content = True
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # no voice here: no warning about it
         super().__init__(intents=intents, guild_ready_timeout=0.05)
         self.channel = channel
         self.tree = app_commands.CommandTree(self)

@@ -1,0 +1,512 @@
+"""A small fake Discord on 127.0.0.1 for the real discord.py client: the gateway websocket and the REST calls a bot
+makes.
+
+Gateway: HELLO, IDENTIFY → READY (with this server's own `resume_gateway_url`) and GUILD_CREATE, heartbeats and
+their ACKs, RESUME (the dispatches the client missed are replayed, then RESUMED), MESSAGE_CREATE and
+INTERACTION_CREATE from the test. REST: the login calls, slash command registration, messages (sent, edited,
+with replies and buttons), typing, interaction callbacks and follow-ups, attachment downloads. A test can make the
+next sends fail with a status (`fail_sends`) and drop the gateway connection (`drop`).
+
+It runs on its own event loop in a thread; the test talks to it through plain methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import itertools
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from tests.support.fake_llm import free_port
+
+BOT_ID = "900000000000000001"
+GUILD_ID = "800000000000000001"
+GUILD_CHANNEL = "800000000000000002"
+OWNER = "700000000000000001"
+STRANGER = "700000000000000002"
+API = "/api/v10"
+Json = dict[str, Any]
+
+
+@dataclass
+class Sent:
+    """A message the bot posted (or edited), as the fake stored it."""
+
+    id: str
+    channel_id: str
+    content: str
+    reply_to: str | None
+    components: list[Json]
+    via: str = "channel"
+
+
+@dataclass
+class FakeDiscord:
+    port: int
+    sent: list[Sent] = field(default_factory=list[Sent])
+    typing: list[str] = field(default_factory=list[str])
+    callbacks: list[Json] = field(default_factory=list[Json])
+    requests: list[str] = field(default_factory=list[str])
+    identifies: int = 0
+    resumes: int = 0
+    commands: list[Json] = field(default_factory=list[Json])
+    files: dict[str, bytes] = field(default_factory=dict[str, bytes])
+    _failures: list[int] = field(default_factory=list[int])
+    _session: str | None = None
+    _seq: int = 0
+    _log: list[Json] = field(default_factory=list[Json])
+    _ws: web.WebSocketResponse | None = None
+    _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    _interactions: dict[str, str] = field(default_factory=dict[str, str])
+    loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}{API}"
+
+    @property
+    def gateway_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/gateway"
+
+    @property
+    def connected(self) -> bool:
+        return self._ws is not None and not self._ws.closed and self._session is not None
+
+    def snowflake(self) -> str:
+        return str(((int(time.time() * 1000) - 1420070400000) << 22) + next(self._ids))
+
+    # --- what the test does ---
+
+    def dm_channel(self, user: str) -> str:
+        return str(int(user) + 1_000_000)
+
+    def user_says(
+        self,
+        user: str,
+        content: str,
+        *,
+        guild: bool = False,
+        mention: bool = False,
+        attachments: Sequence[tuple[str, str, bytes]] = (),
+        message_id: str | None = None,
+    ) -> str:
+        """A user writes in their DM with the bot, or in the guild channel; returns the message id."""
+        message_id = message_id or self.snowflake()
+        channel = GUILD_CHANNEL if guild else self.dm_channel(user)
+        data: Json = {
+            "id": message_id,
+            "channel_id": channel,
+            "author": _user(user),
+            "content": f"<@{BOT_ID}> {content}" if mention else content,
+            "timestamp": _now(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [_user(BOT_ID, bot=True)] if mention else [],
+            "mention_roles": [],
+            "attachments": [self._attachment(name, kind, body) for name, kind, body in attachments],
+            "embeds": [],
+            "pinned": False,
+            "type": 0,
+            "flags": 0,
+        }
+        if guild:
+            data["guild_id"] = GUILD_ID
+            data["member"] = {"roles": [], "joined_at": _now(), "deaf": False, "mute": False, "flags": 0}
+        self._call(self._dispatch("MESSAGE_CREATE", data))
+        return message_id
+
+    def press(self, message: Sent, label: str, user: str) -> str:
+        """A user presses the button labelled `label` under a message the bot sent; returns the interaction id."""
+        button = next(b for row in message.components for b in row["components"] if b.get("label") == label)
+        payload = self._interaction(
+            3, user, message.channel_id, {"custom_id": button["custom_id"], "component_type": 2}
+        )
+        self._interactions[payload["id"]] = message.id
+        payload["message"] = {
+            "id": message.id,
+            "channel_id": message.channel_id,
+            "author": _user(BOT_ID, bot=True),
+            "content": message.content,
+            "timestamp": _now(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 0,
+            "flags": 0,
+            "components": message.components,
+        }
+        self._call(self._dispatch("INTERACTION_CREATE", payload))
+        return payload["id"]
+
+    def slash(self, name: str, user: str) -> str:
+        """A user runs `/name` in their DM with the bot; returns the interaction id."""
+        command = next(c for c in self.commands if c["name"] == name)
+        payload = self._interaction(2, user, self.dm_channel(user), {"id": command["id"], "name": name, "type": 1})
+        self._call(self._dispatch("INTERACTION_CREATE", payload))
+        return payload["id"]
+
+    def fail_sends(self, *statuses: int) -> None:
+        """The next message sends answer with these statuses, one each, before sends succeed again."""
+        self._failures.extend(statuses)
+
+    def drop(self) -> None:
+        """Cut the gateway connection without a close frame, as a network failure would."""
+
+        async def cut() -> None:
+            if self._ws is not None:
+                transport = self._ws._req.transport if self._ws._req else None  # pyright: ignore[reportPrivateUsage]
+                if transport is not None:
+                    transport.abort()
+                self._ws = None
+
+        self._call(cut())
+
+    def wait_for(self, condition: Callable[[], bool], message: str, timeout_s: float = 20) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            assert time.monotonic() < deadline, message
+            time.sleep(0.02)
+
+    def replies_to(self, message_id: str) -> list[Sent]:
+        return [s for s in self.sent if s.reply_to == message_id]
+
+    def in_channel(self, channel: str) -> list[Sent]:
+        return [s for s in self.sent if s.channel_id == channel]
+
+    # --- gateway ---
+
+    async def gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._ws = ws
+        await ws.send_json({"op": 10, "d": {"heartbeat_interval": 41250}, "s": None, "t": None})
+        async for frame in ws:
+            if frame.type != WSMsgType.TEXT:
+                continue
+            payload = json.loads(frame.data)
+            op, data = payload["op"], payload.get("d")
+            if op == 1:
+                await ws.send_json({"op": 11, "d": None, "s": None, "t": None})
+            elif op == 2:
+                await self._identify(ws)
+            elif op == 6:
+                await self._resume(ws, data)
+        if self._ws is ws:
+            self._ws = None
+        return ws
+
+    async def _identify(self, ws: web.WebSocketResponse) -> None:
+        self.identifies += 1
+        self._session, self._seq, self._log = uuid.uuid4().hex, 0, []
+        await self._dispatch(
+            "READY",
+            {
+                "v": 10,
+                "user": _user(BOT_ID, bot=True),
+                "guilds": [{"id": GUILD_ID, "unavailable": True}],
+                "session_id": self._session,
+                "resume_gateway_url": self.gateway_url,
+                "application": {"id": BOT_ID, "flags": 0},
+                "private_channels": [],
+                "relationships": [],
+            },
+        )
+        await self._dispatch("GUILD_CREATE", _guild())
+
+    async def _resume(self, ws: web.WebSocketResponse, data: Json) -> None:
+        if data.get("session_id") != self._session:
+            await ws.send_json({"op": 9, "d": False, "s": None, "t": None})
+            return
+        self.resumes += 1
+        for payload in self._log:
+            if payload["s"] > int(data.get("seq") or 0):
+                await ws.send_json(payload)
+        await self._dispatch("RESUMED", {})
+
+    async def _dispatch(self, event: str, data: Json) -> None:
+        """Send a dispatch now, or keep it for the RESUME of a dropped connection."""
+        self._seq += 1
+        payload = {"op": 0, "t": event, "s": self._seq, "d": data}
+        self._log.append(payload)
+        if self._ws is not None and not self._ws.closed:
+            try:
+                await self._ws.send_json(payload)
+            except ConnectionError:
+                self._ws = None
+
+    # --- REST ---
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._record])
+        app.add_routes(
+            [
+                web.get("/gateway", self.gateway),
+                web.get(f"{API}/users/@me", lambda _: _json(_user(BOT_ID, bot=True))),
+                web.get(f"{API}/oauth2/applications/@me", lambda _: _json(_application())),
+                web.put(f"{API}/applications/{{app}}/commands", self._commands),
+                web.post(f"{API}/channels/{{channel}}/messages", self._send),
+                web.patch(f"{API}/channels/{{channel}}/messages/{{message}}", self._edit),
+                web.post(f"{API}/channels/{{channel}}/typing", self._typing),
+                web.post(f"{API}/interactions/{{interaction}}/{{token}}/callback", self._callback),
+                web.post(f"{API}/webhooks/{{app}}/{{token}}", self._followup),
+                web.get("/attachments/{name}", self._file),
+            ]
+        )
+        return app
+
+    @web.middleware
+    async def _record(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        self.requests.append(f"{request.method} {request.path}")
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    async def _commands(self, request: web.Request) -> web.Response:
+        self.commands = [
+            {**c, "id": self.snowflake(), "application_id": BOT_ID, "version": "1", "type": 1}
+            for c in await request.json()
+        ]
+        return _json(self.commands)
+
+    async def _send(self, request: web.Request) -> web.Response:
+        if self._failures:
+            status = self._failures.pop(0)
+            return _json({"message": f"scripted failure {status}", "code": 0}, status)
+        body = await request.json()
+        reference = (body.get("message_reference") or {}).get("message_id")
+        reference = None if reference is None else str(reference)
+        sent = Sent(
+            self.snowflake(),
+            request.match_info["channel"],
+            body.get("content") or "",
+            reference,
+            body.get("components") or [],
+        )
+        self.sent.append(sent)
+        return _json(_bot_message(sent))
+
+    async def _edit(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        sent = next(s for s in self.sent if s.id == request.match_info["message"])
+        if "content" in body:
+            sent.content = body["content"]
+        if "components" in body:
+            sent.components = body["components"] or []
+        return _json(_bot_message(sent))
+
+    async def _typing(self, request: web.Request) -> web.Response:
+        self.typing.append(request.match_info["channel"])
+        return web.Response(status=204)
+
+    async def _callback(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        interaction = request.match_info["interaction"]
+        self.callbacks.append({"interaction": interaction, **body})
+        if body.get("type") == 7:  # UPDATE_MESSAGE: the pressed button's message changes
+            message_id = self._interactions.get(interaction)
+            for sent in self.sent:
+                if sent.id == message_id:
+                    sent.content = body["data"].get("content", sent.content)
+                    sent.components = body["data"].get("components") or []
+        return _json({"interaction": {"id": interaction, "type": body.get("type")}})
+
+    async def _followup(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        channel = self._interactions.get(request.match_info["token"], "")
+        sent = Sent(
+            self.snowflake(), channel, body.get("content") or "", None, body.get("components") or [], "followup"
+        )
+        self.sent.append(sent)
+        return _json(_bot_message(sent))
+
+    async def _file(self, request: web.Request) -> web.Response:
+        return web.Response(body=self.files[request.match_info["name"]])
+
+    # --- helpers ---
+
+    def _attachment(self, name: str, kind: str, body: bytes) -> Json:
+        self.files[name] = body
+        url = f"http://127.0.0.1:{self.port}/attachments/{name}"
+        return {
+            "id": self.snowflake(),
+            "filename": name,
+            "size": len(body),
+            "url": url,
+            "proxy_url": url,
+            "content_type": kind,
+        }
+
+    def _interaction(self, kind: int, user: str, channel: str, data: Json) -> Json:
+        interaction_id, token = self.snowflake(), uuid.uuid4().hex
+        self._interactions[token] = channel
+        return {
+            "id": interaction_id,
+            "application_id": BOT_ID,
+            "type": kind,
+            "token": token,
+            "version": 1,
+            "channel_id": channel,
+            "channel": {"id": channel, "type": 1},
+            "user": _user(user),
+            "data": data,
+            "locale": "en-US",
+            "app_permissions": "0",
+            "attachment_size_limit": 10_485_760,
+            "entitlements": [],
+            "authorizing_integration_owners": {},
+            "context": 1,
+        }
+
+    def _call(self, coroutine: Any) -> None:
+        assert self.loop is not None
+        asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=10)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
+def _user(user_id: str, *, bot: bool = False) -> Json:
+    return {
+        "id": user_id,
+        "username": "crab" if bot else f"user{user_id[-2:]}",
+        "discriminator": "0",
+        "avatar": None,
+        "global_name": None,
+        "bot": bot,
+    }
+
+
+def _application() -> Json:
+    return {
+        "id": BOT_ID,
+        "name": "crab",
+        "icon": None,
+        "description": "",
+        "bot_public": True,
+        "bot_require_code_grant": False,
+        "verify_key": "0" * 64,
+        "flags": 0,
+        "owner": _user(OWNER),
+    }
+
+
+def _guild() -> Json:
+    return {
+        "id": GUILD_ID,
+        "name": "the reef",
+        "owner_id": OWNER,
+        "unavailable": False,
+        "member_count": 3,
+        "roles": [
+            {
+                "id": GUILD_ID,
+                "name": "@everyone",
+                "permissions": "1024",
+                "position": 0,
+                "color": 0,
+                "hoist": False,
+                "managed": False,
+                "mentionable": False,
+                "flags": 0,
+            }
+        ],
+        "channels": [
+            {
+                "id": GUILD_CHANNEL,
+                "type": 0,
+                "name": "general",
+                "position": 0,
+                "permission_overwrites": [],
+                "guild_id": GUILD_ID,
+                "nsfw": False,
+                "parent_id": None,
+            }
+        ],
+        "members": [],
+        "threads": [],
+        "emojis": [],
+        "stickers": [],
+        "features": [],
+        "premium_tier": 0,
+        "verification_level": 0,
+        "default_message_notifications": 0,
+        "explicit_content_filter": 0,
+        "mfa_level": 0,
+        "nsfw_level": 0,
+        "preferred_locale": "en-US",
+        "large": False,
+        "joined_at": _now(),
+    }
+
+
+def _bot_message(sent: Sent) -> Json:
+    data: Json = {
+        "id": sent.id,
+        "channel_id": sent.channel_id,
+        "author": _user(BOT_ID, bot=True),
+        "content": sent.content,
+        "timestamp": _now(),
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": False,
+        "type": 19 if sent.reply_to else 0,
+        "flags": 0,
+        "components": sent.components,
+    }
+    if sent.reply_to:
+        data["message_reference"] = {"message_id": sent.reply_to, "channel_id": sent.channel_id}
+    return data
+
+
+def _json(data: object, status: int = 200) -> web.Response:
+    # exactly application/json: discord.py does not parse a body labelled with a charset
+    return web.Response(body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"})
+
+
+@contextmanager
+def running_fake_discord() -> Iterator[FakeDiscord]:
+    """Serve a FakeDiscord from a background thread on a free port of 127.0.0.1."""
+    fake = FakeDiscord(free_port())
+    started = threading.Event()
+    stop: asyncio.Event | None = None
+
+    async def main() -> None:
+        nonlocal stop
+        fake.loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        runner = web.AppRunner(fake.app())
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", fake.port).start()
+        started.set()
+        await stop.wait()
+        await runner.cleanup()
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    thread.start()
+    assert started.wait(10), "the fake Discord did not start"
+    try:
+        yield fake
+    finally:
+        assert fake.loop is not None and stop is not None
+        fake.loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=10)
