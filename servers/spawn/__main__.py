@@ -6,6 +6,7 @@ import argparse
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
@@ -41,28 +42,28 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-concurrent",
-        type=int,
+        type=positive(int),
         default=limits.max_concurrent,
         metavar="N",
         help="runs at once; more wait in a queue (default %(default)s)",
     )
     p.add_argument(
         "--max-children",
-        type=int,
+        type=positive(int),
         default=limits.max_children,
         metavar="N",
         help="active runs per session (default %(default)s)",
     )
     p.add_argument(
         "--max-depth",
-        type=int,
+        type=positive(int),
         default=limits.max_depth,
         metavar="N",
         help="1: sub-agents cannot spawn their own (default %(default)s)",
     )
     p.add_argument(
         "--timeout-s",
-        type=float,
+        type=positive(float),
         default=limits.timeout_s,
         metavar="S",
         help="default per-run timeout (default %(default)s)",
@@ -70,6 +71,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     add_log_level(p)
     return p
+
+
+def positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    """An argparse type: a number of `kind` that is at least 1."""
+
+    def parse(text: str) -> float:
+        value = kind(text)
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+        return value
+
+    return parse
 
 
 def commands(agent: str | None, clis: list[str]) -> Commands:

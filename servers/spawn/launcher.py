@@ -85,8 +85,9 @@ class Child:
             await self.process.wait()
 
     async def close(self) -> None:
-        """Kill the group if the run is still going (a server shutting down), and let go of the lifeline."""
-        if self.process.returncode is None:
+        """Kill whatever is left of the group (the server shutting down, or a guard killed from outside), and let go
+        of the lifeline."""
+        if self.process.returncode is None or self._group_alive():
             self._signal(signal.SIGKILL)
         with anyio.CancelScope(shield=True):
             if self.process.stdin is not None:

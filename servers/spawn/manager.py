@@ -4,7 +4,7 @@ end of every run recorded before listeners are told."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -124,6 +124,9 @@ class Manager:
         return run
 
     async def kill(self, run_id: str) -> Run:
+        with anyio.fail_after(10):
+            while run_id in self._slots and run_id not in self._children:
+                await anyio.sleep(0.01)  # being started right now: kill it once it is
         child = self._children.get(run_id)
         if child is not None:
             await child.stop("killed")
@@ -202,6 +205,8 @@ class Manager:
     async def _run(self, run: Run) -> None:
         run_dir = self.store.run_dir(run.id)
         try:
+            if not self.store.transact(lambda state: _claim(state.runs[run.id])):
+                return  # killed while it waited for its slot
             try:
                 child = await Child.start(self._argv(run, run_dir), run_dir)
             except OSError as exc:
@@ -209,7 +214,6 @@ class Manager:
                 await self.notifier.changed()
                 return
             self._children[run.id] = child
-            self._update(run.id, _started)
             try:
                 code = await child.wait(run.timeout_s)
             except BaseException:  # the server is shutting down: nothing of the run may outlive it
@@ -243,10 +247,7 @@ class Manager:
         return [*argv, "--", run.task]
 
     def _record(self, run_id: str, status: Status, code: int | None, error: str | None) -> None:
-        self._update(run_id, lambda run: _finish(run, status, code, error))
-
-    def _update(self, run_id: str, change: Callable[[Run], None]) -> None:
-        self.store.transact(lambda state: change(state.runs[run_id]))
+        self.store.transact(lambda state: _finish(state.runs[run_id], status, code, error))
 
 
 def existing(state: State, run_id: str) -> Run:
@@ -256,8 +257,12 @@ def existing(state: State, run_id: str) -> Run:
     return run
 
 
-def _started(run: Run) -> None:
+def _claim(run: Run) -> bool:
+    """Mark a queued run as running; False when it is no longer queued."""
+    if run.status != "queued":
+        return False
     run.status, run.started_at = "running", datetime.now(UTC)
+    return True
 
 
 def _finish(run: Run, status: Status, code: int | None, error: str | None) -> None:

@@ -7,6 +7,8 @@ restart: it is marked `interrupted` and announced by the next server to start.
 
 from __future__ import annotations
 
+import logging
+import os
 import secrets
 import shutil
 import threading
@@ -20,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from hermitcrab.servers._common.files import atomic_write_text
 
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
 Status = Literal["queued", "running", "ok", "failed", "timed_out", "killed", "interrupted"]
 Runtime = Literal["agent", "cli"]
@@ -149,4 +152,10 @@ class Store:
     def _load(self) -> State:
         if not self.path.exists():
             return State()
-        return State.model_validate_json(self.path.read_bytes())
+        try:
+            return State.model_validate_json(self.path.read_bytes())
+        except ValueError as exc:  # written atomically, so only a hand edit or a disk fault gets here
+            aside = self.path.with_name(f"runs.json.corrupt-{datetime.now(UTC):%Y%m%dT%H%M%S}")
+            os.replace(self.path, aside)
+            logger.warning("%s was unreadable (%s); moved it to %s, starting with no runs", self.path, exc, aside.name)
+            return State()

@@ -19,7 +19,7 @@ from hermitcrab.servers._common.notifier import Notifier
 from hermitcrab.servers._common.server import GuardedServer
 
 from .manager import Commands, Limits, Manager, Refused, Request, existing
-from .runs import Run, Runtime, Status, Store
+from .runs import Run, Runtime, State, Status, Store
 
 EVENTS_URI = "spawn://events"
 ACK = {"tool": "sessions_ack", "argument": "run_ids"}
@@ -180,7 +180,7 @@ def build_server(state: Path, commands: Commands, limits: Limits | None = None) 
         """Remove handled items from spawn://events. Unknown ids (already acknowledged) are ignored."""
         wanted = set(run_ids)
 
-        def ack(state: Any) -> int:
+        def ack(state: State) -> int:
             hits = [run for run in state.runs.values() if run.id in wanted and not run.active and not run.acked]
             for run in hits:
                 run.acked = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import anyio
 from mcp import Client
@@ -125,3 +126,12 @@ async def test_unknown_clis_runs_and_a_missing_agent_runtime_are_explained(spawn
     assert "there is no cli named 'nope'; the clis here: appended, echo, fails, slow" in no_cli
     assert "the agent runtime is not available here" in no_agent
     assert "there is no run '20260101-000000-abcdef'" in no_run
+
+
+async def test_an_unreadable_store_is_moved_aside_and_the_server_starts_empty(spawn_server: SpawnServer, state: Path):
+    state.mkdir(parents=True)
+    (state / "runs.json").write_text("{not json")
+    async with Client(spawn_server()) as client:
+        listed = await call(client, "sessions_list")
+    assert listed == {"runs": []}
+    assert [path.name.startswith("runs.json.corrupt-") for path in state.iterdir() if "corrupt" in path.name] == [True]
