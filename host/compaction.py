@@ -148,7 +148,9 @@ async def _summarise(calls: _Calls, budget: Budget, previous: str | None, older:
     if len(chunks) == 1 and len("\n\n".join([*earlier, chunks[0]])) <= budget.chunk_chars:
         return await calls.summary("\n\n".join([*earlier, chunks[0]]), budget.summary_chars)
     parts = [
-        await calls.summary(f"Part {n} of {len(chunks)} of the conversation, oldest first:\n\n{chunk}", budget.chunk_chars)
+        await calls.summary(
+            f"Part {n} of {len(chunks)} of the conversation, oldest first:\n\n{chunk}", budget.chunk_chars
+        )
         for n, chunk in enumerate(chunks, start=1)
     ]
     return await _merge(calls, budget, [*earlier, *(f"Summary of part {n}:\n{p}" for n, p in enumerate(parts, 1))])
@@ -158,7 +160,9 @@ async def _merge(calls: _Calls, budget: Budget, summaries: list[str]) -> str:
     """Merge summaries of consecutive parts in as few calls as fit, in rounds until one is left."""
     intro = "Merge these summaries of consecutive parts of one conversation (oldest first) into one summary:\n\n"
     while True:
-        groups = _pack([cut_middle(s, budget.chunk_chars // 2, "cut to fit the merge") for s in summaries], budget.chunk_chars)
+        groups = _pack(
+            [cut_middle(s, budget.chunk_chars // 2, "cut to fit the merge") for s in summaries], budget.chunk_chars
+        )
         merged = [await calls.summary(intro + group, budget.summary_chars) for group in groups]
         if len(merged) == 1:
             return merged[0]

@@ -75,7 +75,9 @@ async def flush(
         logger.info("memory flush skipped in session %s: no memory-writing tool is available", session.key)
         return False
     transcript = session.transcript
-    prompt = PROMPT.format(date=target.today.isoformat(), tools=", ".join(s.name for s in specs), where=_where(specs, target))
+    prompt = PROMPT.format(
+        date=target.today.isoformat(), tools=", ".join(s.name for s in specs), where=_where(specs, target)
+    )
     transcript.append("user", text=prompt, flush=True)
     conversation = [*messages, Message("user", prompt)]
     allowed = _Only(toolbox, {spec.name for spec in specs})
@@ -96,7 +98,9 @@ async def flush(
                 if not answer.tool_calls:
                     break
                 for call in answer.tool_calls:
-                    transcript.append("tool_call", call_id=call.id, name=call.name, arguments=call.arguments, flush=True)
+                    transcript.append(
+                        "tool_call", call_id=call.id, name=call.name, arguments=call.arguments, flush=True
+                    )
                 for call, outcome in zip(answer.tool_calls, await run_tools(allowed, answer.tool_calls), strict=True):
                     text = cut_middle(outcome.text, MAX_RESULT_CHARS, "the tool result was too long")
                     transcript.append(

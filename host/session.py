@@ -41,6 +41,8 @@ class View:
     flushed: bool = False
     reported: int | None = None
     added_chars: int = 0
+    _shown: list[Message] = field(default_factory=list[Message])
+    _pending: dict[str, str] = field(default_factory=dict[str, str])
 
     def add(self, entry: dict[str, Any]) -> None:
         kind = entry.get("kind")
@@ -55,15 +57,45 @@ class View:
             kept = next((i for i, e in enumerate(self.live) if e.get("id") == first), len(self.live))
             self.summary, self.live = str(entry.get("summary", "")), self.live[kept:]
             self.flushed, self.reported, self.added_chars = False, None, 0
+            self._shown = [Message("user", f"{SUMMARY_HEADER}\n{self.summary}")] if self.summary else []
+            self._pending = {}
+            for kept_entry in self.live:
+                self._show(kept_entry)
         elif entry.get("flush"):
             self.flushed = True  # the memory flush's own turn: recorded, never shown to the model again
         elif kind in ("user", "assistant", "tool_call", "tool_result"):
             self.live.append(entry)
+            self._show(entry)
             reported = _reported(entry)
             if reported:
                 self.reported, self.added_chars = reported, 0
             else:
                 self.added_chars += entry_chars(entry)
+
+    def messages(self) -> list[Message]:
+        """The model's view: the latest summary, then the entries it kept and those after it.
+
+        A tool call left without a result by a crash gets an error result, so no provider sees a dangling call.
+        """
+        return [*self._shown, *_interrupted(dict(self._pending))]
+
+    def _show(self, entry: dict[str, Any]) -> None:
+        kind = entry.get("kind")
+        shown, pending = self._shown, self._pending
+        if kind in ("user", "assistant") and pending:
+            shown.extend(_interrupted(pending))
+        if kind == "user":
+            shown.append(Message("user", entry.get("text", "")))
+        elif kind == "assistant":
+            shown.append(Message("assistant", entry.get("text", "")))
+        elif kind == "tool_call" and shown and shown[-1].role == "assistant":
+            call = ToolCall(entry["call_id"], entry["name"], entry.get("arguments") or {})
+            shown[-1] = Message("assistant", shown[-1].content, (*shown[-1].tool_calls, call))
+            pending[call.id] = call.name
+        elif kind == "tool_result" and entry.get("call_id") in pending:
+            pending.pop(entry["call_id"])
+            is_error = bool(entry.get("is_error"))
+            shown.append(Message("tool", entry.get("text", ""), tool_call_id=entry["call_id"], is_error=is_error))
 
     def context_tokens(self) -> int | None:
         """The context size by the provider's last count plus an estimate of what came since; None if uncounted."""
@@ -136,8 +168,7 @@ class Session:
         return self.transcript.view().usage
 
     def messages(self) -> list[Message]:
-        view = self.transcript.view()
-        return messages_from(view.summary, view.live)
+        return self.transcript.view().messages()
 
     def handled(self, event_id: str) -> bool:
         """Whether a server event item was already turned into a turn (events may be delivered twice)."""
@@ -204,37 +235,6 @@ class SessionStore:
             os.fsync(handle.fileno())
         os.replace(tmp, self._index_path)
         self._index_cache = None
-
-
-def messages_from(summary: str | None, live: list[dict[str, Any]]) -> list[Message]:
-    """Rebuild the model's view: the latest compaction summary, then the entries it kept and those after it.
-
-    A tool call left without a result by a crash gets an error result, so no provider sees a dangling call.
-    """
-    messages: list[Message] = [Message("user", f"{SUMMARY_HEADER}\n{summary}")] if summary else []
-    pending: dict[str, str] = {}
-    for entry in live:
-        kind = entry.get("kind")
-        if kind in ("user", "assistant") and pending:
-            messages.extend(_interrupted(pending))
-        if kind == "user":
-            messages.append(Message("user", entry.get("text", "")))
-        elif kind == "assistant":
-            messages.append(Message("assistant", entry.get("text", "")))
-        elif kind == "tool_call" and messages and messages[-1].role == "assistant":
-            call = ToolCall(entry["call_id"], entry["name"], entry.get("arguments") or {})
-            last = messages[-1]
-            messages[-1] = Message("assistant", last.content, (*last.tool_calls, call))
-            pending[call.id] = call.name
-        elif kind == "tool_result" and entry.get("call_id") in pending:
-            pending.pop(entry["call_id"])
-            messages.append(
-                Message(
-                    "tool", entry.get("text", ""), tool_call_id=entry["call_id"], is_error=bool(entry.get("is_error"))
-                )
-            )
-    messages.extend(_interrupted(pending))
-    return messages
 
 
 def entry_chars(entry: dict[str, Any]) -> int:

@@ -39,7 +39,10 @@ def test_the_smallest_configured_window_wins_and_the_environment_overrides_it(tm
     overridden = load_settings({**home, "HERMITCRAB_CONTEXT_WINDOW": "16_000", "HERMITCRAB_RESERVE_TOKENS": "0"})
     assert (overridden.agent.context_window_tokens, overridden.agent.reserve_tokens) == (16_000, 0)
     (tmp_path / "config.toml").write_text("[agent]\ncontext_window_tokens = 50000\nreserve_tokens = 5000\n")
-    assert (load_settings(home).agent.context_window_tokens, load_settings(home).agent.reserve_tokens) == (50_000, 5_000)
+    assert (load_settings(home).agent.context_window_tokens, load_settings(home).agent.reserve_tokens) == (
+        50_000,
+        5_000,
+    )
     with pytest.raises(ConfigError, match="HERMITCRAB_CONTEXT_WINDOW"):
         load_settings({**home, "HERMITCRAB_CONTEXT_WINDOW": "lots"})
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from hermitcrab.host import identifiers
 
 TEXT = (
-    "Deploy https://api.example.com/v2/items?id=3. to db1.internal.lan:5432 (10.0.0.12:8080), see /etc/nginx/nginx.conf "
-    "and src/app/main.py; mail bob@corp.io about 3f2a9c1e-1b2c-4d5e-8f90-123456789abc, commit a1b2c3d, OPS-1234, "
+    "Deploy https://api.example.com/v2/items?id=3. to db1.internal.lan:5432 (10.0.0.12:8080), see "
+    "/etc/nginx/nginx.conf and src/app/main.py; mail bob@corp.io about 3f2a9c1e-1b2c-4d5e-8f90-123456789abc, "
+    "commit a1b2c3d, OPS-1234, "
     "#4521: 250 ms, 12.5 GB, $1,200.50, run `make test` by 2026-12-01. e.g. job-42, version 3.11, and/or 42 apples."
 )
 
