@@ -166,7 +166,7 @@ def build_server(
         "message": ...} runs in an isolated session. `delivery` (default announce) says where the reply goes.
         """
         now = datetime.now(UTC)
-        refuse_past("cron_add", "job", job.schedule, now)
+        refuse_past("job", job.schedule, now)
 
         def add(state: State) -> Job:
             stored = Job.model_validate(
@@ -182,7 +182,7 @@ def build_server(
         """Change a job: each field given in `patch` replaces the job's (a new schedule starts from now)."""
         now = datetime.now(UTC)
         if patch.schedule is not None:
-            refuse_past("cron_update", "patch", patch.schedule, now)
+            refuse_past("patch", patch.schedule, now)
 
         def update(state: State) -> Job:
             try:
@@ -259,13 +259,7 @@ def build_server(
             return gone
 
         gone = await engine.edit(ack)
-        engine.runs.append(
-            [
-                {"at": now, "job_id": item.job_id, "event_id": item.id, "status": "acked"}
-                for item in gone
-                if item.job_id is not None
-            ]
-        )
+        engine.runs.append([acked(item, now) for item in gone if item.job_id is not None])
         return Acked(removed=len(gone), remaining=len(store.state.events))
 
     @server.resource(EVENTS_URI, name="events", mime_type="application/json")
@@ -276,6 +270,12 @@ def build_server(
     return server
 
 
+def acked(item: Item, at: str) -> dict[str, Any]:
+    """The run-history line saying the host acknowledged `item`."""
+    run = item.id.partition(":")[2]
+    return {"at": at, "job_id": item.job_id, "run_id": run, "event_id": item.id, "status": "acked"}
+
+
 def existing(state: State, job_id: str) -> Job:
     job = state.jobs.get(job_id)
     if job is None:
@@ -283,8 +283,8 @@ def existing(state: State, job_id: str) -> Job:
     return job
 
 
-def refuse_past(tool: str, argument: str, schedule: Schedule, now: datetime) -> None:
+def refuse_past(argument: str, schedule: Schedule, now: datetime) -> None:
     try:
         check_future(schedule, now)
     except ValueError as exc:
-        raise ToolError(f"Invalid arguments for {tool}: `{argument}.schedule.at` {exc}; give a future time.") from exc
+        raise ToolError(f"`{argument}.schedule.at` {exc}; give a future time.") from exc

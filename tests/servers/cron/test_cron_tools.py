@@ -44,7 +44,8 @@ async def test_invalid_jobs_get_one_clear_error_naming_the_field(
 async def test_an_at_in_the_past_is_refused(cron_server: CronServer):
     async with Client(cron_server()) as client:
         message = await error_of(client, "cron_add", job=job(schedule={"kind": "at", "at": "2020-01-01T09:00:00"}))
-    assert "`job.schedule.at` 2020-01-01T09:00:00+00:00 is in the past" in message
+    assert message.startswith("Error executing tool cron_add: `job.schedule.at` 2020-01-01T09:00:00+00:00 is in")
+    assert "the past (now it is " in message and message.endswith("; give a future time.")
 
 
 async def test_list_shows_next_run_in_the_jobs_zone_and_in_words(cron_server: CronServer):
