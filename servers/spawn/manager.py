@@ -71,6 +71,7 @@ class Manager:
         if self._group is not None:
             yield self
             return
+        self.store.open()
         self._adopt_orphans()
         try:
             async with anyio.create_task_group() as group:

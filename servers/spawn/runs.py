@@ -78,7 +78,6 @@ class Store:
         (directory / "runs").mkdir(exist_ok=True)
         self.owner = secrets.token_hex(8)
         self._alive = FileLock(self._owner_lock(self.owner), thread_local=False)
-        self._alive.acquire()
         self._lock = FileLock(directory / "runs.json.lock", thread_local=False, timeout=30)
         self._mutex = threading.Lock()
 
@@ -125,6 +124,10 @@ class Store:
         for run in done[: max(0, len(done) - KEEP_FINISHED)]:
             del state.runs[run.id]
             shutil.rmtree(self.run_dir(run.id), ignore_errors=True)
+
+    def open(self) -> None:
+        """Hold this process's liveness lock: from now on other servers leave its runs alone."""
+        self._alive.acquire()
 
     def close(self) -> None:
         self._alive.release()
