@@ -98,6 +98,7 @@ class FakeDiscord:
         mention: bool = False,
         attachments: Sequence[tuple[str, str, bytes]] = (),
         message_id: str | None = None,
+        bot: bool = False,
     ) -> str:
         """A user writes in their DM with the bot, or in the guild channel; returns the message id."""
         message_id = message_id or self.snowflake()
@@ -105,7 +106,7 @@ class FakeDiscord:
         data: Json = {
             "id": message_id,
             "channel_id": channel,
-            "author": _user(user),
+            "author": _user(user, bot=bot),
             "content": f"<@{BOT_ID}> {content}" if mention else content,
             "timestamp": _now(),
             "edited_timestamp": None,

@@ -1,0 +1,102 @@
+"""The gateway routes chat messages by the host's rule, and a channel's own prompt races a typed answer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import anyio
+
+from hermitcrab.host.agent import Agent
+from hermitcrab.host.config import Settings
+from hermitcrab.host.events import Event, Target
+from hermitcrab.host.gateway import Gateway
+from hermitcrab.host.routing import DmScope
+from hermitcrab.host.session import SessionStore
+from tests.support.scripted_provider import ScriptedProvider
+
+ROOM = Target("im", "room-1", "alice", reply_to="m-1")
+
+
+class PromptingChannel:
+    """Shows questions with its own prompt, which answers `button` unless it is None (then it waits forever)."""
+
+    name = "im"
+
+    def __init__(self, button: str | None) -> None:
+        self.button = button
+        self.sent: list[str] = []
+        self.prompts: list[str] = []
+        self.withdrawn = 0
+
+    async def send(self, target: Target, text: str) -> None:
+        self.sent.append(text)
+
+    async def typing(self, target: Target) -> None:
+        return None
+
+    async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
+        self.prompts.append(question)
+        try:
+            if self.button is None:
+                await anyio.sleep_forever()
+            return self.button
+        except anyio.get_cancelled_exc_class():
+            self.withdrawn += 1
+            raise
+
+
+def gateway(
+    tmp_path: Path, provider: ScriptedProvider, channel: PromptingChannel, dm_scope: DmScope = "main"
+) -> Gateway:
+    agent = Agent(Settings(tmp_path, (), ()), provider, None, SessionStore(tmp_path / "sessions"))
+    return Gateway(agent, {"im": channel}, ask_timeout_s=5, dm_scope=dm_scope)
+
+
+async def wait_until(condition: Callable[[], object]) -> None:
+    with anyio.fail_after(5):
+        while not condition():
+            await anyio.sleep(0.01)
+
+
+async def test_a_chat_message_goes_to_the_session_the_rule_names(tmp_path: Path):
+    channel = PromptingChannel("x")
+    gw = gateway(tmp_path, ScriptedProvider().say("hi dm").say("hi group"), channel, dm_scope="per-peer")
+
+    async with anyio.create_task_group() as group:
+        await group.start(gw.serve)
+        await gw.submit(Event("message", "dm", ROOM, chat="direct"))
+        await gw.submit(Event("message", "group", ROOM, session_key="main", chat="group"))
+        await wait_until(lambda: len(channel.sent) == 2)
+        group.cancel_scope.cancel()
+
+    assert set(json.loads((tmp_path / "sessions" / "sessions.json").read_text())) == {"dm:alice", "im:group:room-1"}
+
+
+async def test_the_channels_prompt_answers_a_question(tmp_path: Path):
+    channel = PromptingChannel("tea")
+    provider = ScriptedProvider().call(("q", "ask_user", {"question": "Tea?", "choices": ["tea", "coffee"]})).say("ok")
+
+    reply = await gateway(tmp_path, provider, channel).process(Event("message", "drink?", ROOM))
+
+    assert reply == "ok" and channel.prompts == ["Tea?"] and channel.sent == ["ok"]
+    assert provider.seen[1]["messages"][-1].content == "tea"
+
+
+async def test_a_typed_answer_wins_over_the_prompt_which_is_withdrawn(tmp_path: Path):
+    channel = PromptingChannel(None)
+    provider = ScriptedProvider().call(("q", "ask_user", {"question": "Name?"})).say("thanks").say("hi bob")
+    gw = gateway(tmp_path, provider, channel)
+
+    async with anyio.create_task_group() as group:
+        await group.start(gw.serve)
+        await gw.submit(Event("message", "register me", ROOM))
+        await wait_until(lambda: channel.prompts)
+        await gw.submit(Event("message", "bob is not asked", Target("im", "room-1", "bob")))
+        await gw.submit(Event("message", "Alice", ROOM))
+        await wait_until(lambda: "thanks" in channel.sent)
+        group.cancel_scope.cancel()
+
+    assert channel.withdrawn == 1
+    assert provider.seen[1]["messages"][-1].content == "Alice"
