@@ -135,3 +135,17 @@ async def test_an_unreadable_store_is_moved_aside_and_the_server_starts_empty(sp
         listed = await call(client, "sessions_list")
     assert listed == {"runs": []}
     assert [path.name.startswith("runs.json.corrupt-") for path in state.iterdir() if "corrupt" in path.name] == [True]
+
+
+async def test_two_servers_on_one_state_dir_announce_their_own_runs_and_take_over_those_of_one_that_left(
+    spawn_server: SpawnServer,
+):
+    async with Client(spawn_server()) as second:
+        async with Client(spawn_server()) as first:
+            run_id = await spawn(first, "slow", "long job")
+            shared = await call(second, "sessions_list")
+            assert (await events(second))["items"] == []  # the first server runs and announces it
+        (item,) = await wait_for_items(second, 1, timeout_s=10)
+
+    assert [run["run_id"] for run in shared["runs"]] == [run_id]
+    assert item["id"] == run_id and "finished: interrupted" in item["text"]
