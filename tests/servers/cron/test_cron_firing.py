@@ -102,6 +102,17 @@ async def test_a_run_later_than_the_grace_period_is_recorded_as_missed(cron_serv
     assert not kept["enabled"]
 
 
+async def test_a_job_enabled_again_owes_nothing_from_while_it_was_disabled(cron_server: CronServer, state: Path):
+    async with Client(cron_server()) as client:
+        added = await call(client, "cron_add", job=job(every=60, enabled=False))
+        ten_minutes_ago = datetime.now(UTC) - timedelta(minutes=10)
+        rewind(state, added["id"], since=ten_minutes_ago, cursor=ten_minutes_ago)
+        enabled = await call(client, "cron_update", job_id=added["id"], patch={"enabled": True})
+        await anyio.sleep(0.3)
+        items = (await events(client))["items"]
+    assert items == [] and enabled["next_run_in_words"].startswith("in ")
+
+
 async def has_items(client: Client, count: int) -> bool:
     return len((await events(client))["items"]) >= count
 

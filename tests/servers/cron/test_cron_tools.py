@@ -102,6 +102,8 @@ async def test_a_forced_run_names_the_job_and_reaches_the_right_session(cron_ser
         not_due = await call(client, "cron_run", job_id=added["id"], mode="due")
         (item,) = (await events(client))["items"]
         runs = (await call(client, "cron_runs", job_id=added["id"]))["runs"]
+        await call(client, "cron_ack", event_ids=[item["id"]])
+        acked = (await call(client, "cron_runs", job_id=added["id"], limit=1))["runs"]
     assert ran["ran"] and ran["event_ids"] == [item["id"]]
     assert not not_due["ran"] and not_due["note"].startswith("not due: next run in 1 hour")
     assert item["text"].startswith('[cron job "digest" run by hand at ') and item["text"].endswith(
@@ -113,6 +115,7 @@ async def test_a_forced_run_names_the_job_and_reaches_the_right_session(cron_ser
         "to": "dm:42",
     }
     assert [(run["status"], run["event_id"]) for run in runs] == [("queued", item["id"])]
+    assert [(run["status"], run["run_id"]) for run in acked] == [("acked", runs[0]["run_id"])]
 
 
 async def test_listeners_of_both_protocol_eras_are_told_about_new_items(cron_server: CronServer):
