@@ -78,8 +78,8 @@ class Budget:
 
     @property
     def identifier_chars(self) -> int:
-        """The cap of the "Exact identifiers" section: a tenth of the budget."""
-        return max(2_000, self.threshold // 10 * CHARS_PER_TOKEN)
+        """The cap of the "Exact identifiers" sections: a fifth of the budget."""
+        return max(2_000, self.threshold // 5 * CHARS_PER_TOKEN)
 
 
 @dataclass(frozen=True)
@@ -204,13 +204,15 @@ def _shortened(previous: str | None, older: list[dict[str, Any]], budget: Budget
 def _with_identifiers(
     summary: str, previous: str | None, older: list[dict[str, Any]], kept: list[dict[str, Any]], budget: Budget
 ) -> str:
-    """Append the identifiers of the compacted part (and the previous summary) that the summary lacks."""
+    """Append the identifiers of the compacted part (and of the previous summary) that the summary lacks."""
     newest_first = list(reversed(older))
-    talk = [_full(e) for e in newest_first if e.get("kind") != "tool_result"] + [previous or ""]
-    results = [_full(e) for e in newest_first if e.get("kind") == "tool_result"]
+    earlier_said, _, earlier_tools = (previous or "").partition(identifiers.TOOLS_HEADING)
+    said_texts = [str(e.get("text", "")) for e in newest_first if e.get("kind") in ("user", "assistant")]
+    tool_texts = [_full(e) for e in newest_first if e.get("kind") in ("tool_call", "tool_result")]
     shown = "\n".join(map(_full, kept))
-    lacking = identifiers.missing([*talk, *results], summary, shown)
-    extra = identifiers.section(lacking, budget.identifier_chars)
+    said = identifiers.missing([*said_texts, earlier_said], summary, shown)
+    from_tools = identifiers.missing([*tool_texts, earlier_tools], summary, shown, skip=said)
+    extra = identifiers.section(said, from_tools, budget.identifier_chars)
     return f"{summary}\n\n{extra}" if extra else summary
 
 

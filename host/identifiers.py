@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-HEADING = "## Exact identifiers"
+HEADING = "## Exact identifiers (copied from the compacted messages; most recent first)"
+TOOLS_HEADING = "## Exact identifiers from tool calls and results (most recent first)"
 
 _UNITS = (
     r"ms|µs|ns|s|sec|secs|seconds?|min|mins|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|"
@@ -53,31 +54,41 @@ def find(text: str) -> list[str]:
     return list(found)
 
 
-def missing(texts_newest_first: Iterable[str], summary: str, also_kept: str = "") -> list[str]:
+def missing(
+    texts_newest_first: Iterable[str], summary: str, also_kept: str = "", skip: Iterable[str] = ()
+) -> list[str]:
     """Identifiers of `texts` (newest first) that neither the summary nor the verbatim part shows."""
     seen: dict[str, None] = {}
+    done = set(skip)
     for text in texts_newest_first:
         for token in reversed(find(text)):
-            if not shows(summary, token) and not shows(also_kept, token):
+            if token not in done and not shows(summary, token) and not shows(also_kept, token):
                 seen.setdefault(token, None)
     return list(seen)
 
 
-def section(tokens: list[str], cap_chars: int) -> str:
-    """The "Exact identifiers" section, most recent first, cut to `cap_chars` with the number left out."""
-    lines: list[str] = []
-    used = 0
-    for token in tokens:
-        line = f"- {token}" if token.startswith("`") else f"- `{token}`"
-        if used + len(line) + 1 > cap_chars:
-            break
-        lines.append(line)
-        used += len(line) + 1
-    if not lines:
-        return ""
-    dropped = len(tokens) - len(lines)
-    note = f"\n({dropped} older identifiers left out; the transcript file keeps them)" if dropped else ""
-    return f"{HEADING}\n(copied from the compacted messages; most recent first)\n" + "\n".join(lines) + note
+def section(said: list[str], from_tools: list[str], cap_chars: int) -> str:
+    """The "Exact identifiers" sections: what was said first, then what tools saw, most recent first, within a cap.
+
+    The two keep their own headings, so the next compaction still ranks what people said above tool output.
+    """
+    budget = cap_chars
+    blocks: list[str] = []
+    dropped = 0
+    for heading, tokens in ((HEADING, said), (TOOLS_HEADING, from_tools)):
+        lines: list[str] = []
+        for token in tokens:
+            line = f"- {token}" if token.startswith("`") else f"- `{token}`"
+            if len(line) + 1 > budget:
+                break
+            lines.append(line)
+            budget -= len(line) + 1
+        dropped += len(tokens) - len(lines)
+        if lines:
+            blocks.append(f"{heading}\n" + "\n".join(lines))
+    if dropped:
+        blocks.append(f"({dropped} older identifiers left out; the transcript file keeps them)")
+    return "\n\n".join(blocks)
 
 
 def shows(text: str, token: str) -> bool:

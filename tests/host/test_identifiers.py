@@ -41,8 +41,10 @@ def test_missing_ones_are_listed_newest_first_and_a_longer_one_does_not_hide_a_s
     assert lacking == ["job-1", "job-2"]
 
 
-def test_the_section_respects_its_cap_and_says_how_many_it_left_out():
-    section = identifiers.section([f"id-{n:04d}" for n in range(100)], cap_chars=120)
+def test_said_identifiers_come_before_tool_output_within_the_cap():
+    said = [f"id-{n:04d}" for n in range(3)]
+    section = identifiers.section(said, [f"/tmp/f{n}" for n in range(50)], cap_chars=120)
 
-    assert section.startswith(identifiers.HEADING) and "- `id-0000`" in section and "id-0099" not in section
-    assert "older identifiers left out" in section
+    assert section.startswith(identifiers.HEADING) and all(f"- `{i}`" in section for i in said)
+    assert identifiers.TOOLS_HEADING in section and "- `/tmp/f0`" in section and "/tmp/f49" not in section
+    assert section.endswith("older identifiers left out; the transcript file keeps them)")
