@@ -147,7 +147,11 @@ class Gateway:
             channel = self.channels.get(event.target.channel)
             if channel is not None:
                 await channel.typing(event.target)
-            result = await self.agent.respond(event, BoundConversation(self, event.target), self.on_tool)
+            try:
+                result = await self.agent.respond(event, BoundConversation(self, event.target), self.on_tool)
+            finally:
+                if (idle := getattr(channel, "idle", None)) is not None:
+                    await idle(event.target)
             reply = result.reply
         if reply and deliver and event.deliver and not (event.kind == "heartbeat" and is_heartbeat_ok(reply)):
             await self.deliver(event.target, reply)

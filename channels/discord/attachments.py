@@ -32,20 +32,26 @@ async def describe(attachments: Sequence[discord.Attachment], inbox: Path, messa
     """Text to append to the message for its attachments (empty when there are none)."""
     blocks: list[str] = []
     for attachment in attachments:
-        name = attachment.filename
-        if _is_text(attachment) and attachment.size <= max_text:
-            body = (await attachment.read()).decode("utf-8", errors="replace")
-            fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`+", body))])
-            blocks.append(f"[attached file {name}]\n{fence}\n{body}\n{fence}")
-        elif (attachment.content_type or "").startswith("image/") and attachment.size <= MAX_IMAGE_BYTES:
-            inbox.mkdir(parents=True, exist_ok=True)
-            path = inbox / f"{message_id}-{_safe(name)}"
-            await attachment.save(path)
-            blocks.append(f"[attached image {name}, saved at {path}]")
-        else:
-            blocks.append(f"[attached {name} ({attachment.size:,} bytes), not read: too large or not text]")
+        try:
+            blocks.append(await _describe(attachment, inbox, message_id, max_text))
+        except (discord.HTTPException, OSError) as exc:
+            blocks.append(f"[attached {attachment.filename}: could not be downloaded ({exc})]")
     return "\n\n".join(blocks)
 
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)[-80:] or "file"
+
+
+async def _describe(attachment: discord.Attachment, inbox: Path, message_id: int, max_text: int) -> str:
+    name = attachment.filename
+    if _is_text(attachment) and attachment.size <= max_text:
+        body = (await attachment.read()).decode("utf-8", errors="replace")
+        fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`+", body))])
+        return f"[attached file {name}]\n{fence}\n{body}\n{fence}"
+    if (attachment.content_type or "").startswith("image/") and attachment.size <= MAX_IMAGE_BYTES:
+        inbox.mkdir(parents=True, exist_ok=True)
+        path = inbox / f"{message_id}-{_safe(name)}"
+        await attachment.save(path)
+        return f"[attached image {name}, saved at {path}]"
+    return f"[attached {name} ({attachment.size:,} bytes), not read: too large or not text]"

@@ -128,6 +128,10 @@ class DiscordChannel:
         scope = self._typing[target.conversation] = anyio.CancelScope()
         self._group.start_soon(self._keep_typing, target.conversation, scope)
 
+    async def idle(self, target: Target) -> None:
+        """The turn is over (its reply, if any, follows): stop "typing…"."""
+        self._stop_typing(target.conversation)
+
     async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
         """Show the question (with a button per choice) and wait for the asked user; a typed answer is the host's."""
         key = (target.conversation, target.user)
@@ -171,7 +175,7 @@ class DiscordChannel:
         text = "\n\n".join(part for part in (text, extra) if part)
         if text:
             target = Target(self.name, conversation, user, reply_to=str(message.id))
-            await self._submit(Event("message", text, target, chat=chat, metadata={"author": message.author.name}))
+            await self._submit(Event("message", text, target, chat=chat))
 
     async def on_command(self, interaction: discord.Interaction, name: str) -> None:
         """An application command: the same access rules as a message (no mention needed), then `/name`."""
@@ -183,6 +187,7 @@ class DiscordChannel:
             return
         await interaction.response.defer(thinking=True)
         key = f"interaction:{interaction.id}"
+        self._interactions = {k: i for k, i in self._interactions.items() if not i.is_expired()}
         self._interactions[key] = interaction
         target = Target(self.name, str(interaction.channel_id), user, reply_to=key)
         await self._submit(Event("message", f"/{name}", target, chat=chat))

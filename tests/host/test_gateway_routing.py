@@ -29,12 +29,16 @@ class PromptingChannel:
         self.sent: list[str] = []
         self.prompts: list[str] = []
         self.withdrawn = 0
+        self.idle_after: list[str] = []
 
     async def send(self, target: Target, text: str) -> None:
         self.sent.append(text)
 
     async def typing(self, target: Target) -> None:
         return None
+
+    async def idle(self, target: Target) -> None:
+        self.idle_after.append(target.conversation)
 
     async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
         self.prompts.append(question)
@@ -71,6 +75,7 @@ async def test_a_chat_message_goes_to_the_session_the_rule_names(tmp_path: Path)
         await wait_until(lambda: len(channel.sent) == 2)
         group.cancel_scope.cancel()
 
+    assert channel.idle_after == ["room-1", "room-1"]  # the end of each turn is told, so typing can stop
     assert set(json.loads((tmp_path / "sessions" / "sessions.json").read_text())) == {"dm:alice", "im:group:room-1"}
 
 
