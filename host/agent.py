@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 
 from anyio.abc import ObjectReceiveStream
 
-from .config import Settings
 from .compaction import Compacted
+from .config import Settings
 from .context import ContextKeeper
 from .events import Event
 from .flush import FlushTarget
