@@ -9,9 +9,8 @@ from typing import Annotated, Any, Literal
 
 from apscheduler.triggers.base import BaseTrigger
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic_core import PydanticCustomError
 
-from .schedule import ScheduleError, cron_trigger, date_trigger, interval_trigger, zone
+from .schedule import cron_trigger, date_trigger, interval_trigger, zone
 
 MAX_TEXT_CHARS = 20_000
 Session = Literal["main", "isolated"]
@@ -23,10 +22,7 @@ def _strict() -> ConfigDict:
 
 
 def _valid_zone(name: str) -> str:
-    try:
-        zone(name)
-    except ScheduleError as exc:
-        raise PydanticCustomError("time_zone", "{reason}", {"reason": str(exc)}) from None
+    zone(name)  # a ScheduleError (a ValueError) names the nearest valid zones
     return name
 
 
@@ -84,10 +80,7 @@ class CronSchedule(BaseModel):
         return self
 
     def trigger(self, since: datetime) -> BaseTrigger:
-        try:
-            return cron_trigger(self.expr, self.tz)
-        except ScheduleError as exc:
-            raise PydanticCustomError("cron_expression", "{reason}", {"reason": str(exc)}) from None
+        return cron_trigger(self.expr, self.tz)
 
 
 Schedule = Annotated[AtSchedule | EverySchedule | CronSchedule, Field(discriminator="kind")]
@@ -126,9 +119,9 @@ class Delivery(BaseModel):
     @model_validator(mode="after")
     def _url_matches_mode(self) -> Delivery:
         if self.mode == "webhook" and (self.url is None or not re.match(r"^https?://[^/\s]+", self.url)):
-            raise PydanticCustomError("webhook_url", "webhook delivery needs `url`, an http:// or https:// URL")
+            raise ValueError("webhook delivery needs `url`, an http:// or https:// URL")
         if self.mode != "webhook" and self.url is not None:
-            raise PydanticCustomError("webhook_url", "`url` is only used with mode 'webhook'")
+            raise ValueError("`url` is only used with mode 'webhook'")
         return self
 
 

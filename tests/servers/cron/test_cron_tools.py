@@ -19,15 +19,15 @@ from tests.servers.cron.conftest import CronServer, call, error_of, events, job,
     [
         (
             job(schedule={"kind": "cron", "expr": "61 9 * * *", "tz": "UTC"}),
-            "`job.schedule.cron`: cron expression '61 9 * * *' is not valid",
+            "`job.schedule.cron`: value error, cron expression '61 9 * * *' is not valid",
         ),
         (
             job(schedule={"kind": "cron", "expr": "0 9 * * *", "tz": "Europe/Berln"}),
-            "`job.schedule.cron.tz`: unknown time zone 'Europe/Berln': use an IANA name (did you mean Europe/Berlin",
+            "`job.schedule.cron.tz`: value error, unknown time zone 'Europe/Berln': use an IANA name (did you mean",
         ),
         (job(colour="blue"), "`job.colour`: extra inputs are not permitted"),
         (job(schedule={"kind": "every", "every_seconds": 0}), "`job.schedule.every.every_seconds`: input should be"),
-        (job(delivery={"mode": "webhook"}), "`job.delivery`: webhook delivery needs `url`"),
+        (job(delivery={"mode": "webhook"}), "`job.delivery`: value error, webhook delivery needs `url`"),
         (job(schedule={"kind": "weekly"}), "`job.schedule`: input tag 'weekly' found using 'kind' does not match"),
     ],
 )
