@@ -89,7 +89,7 @@ class Agent:
 
     async def compact(self, event: Event, conversation: Conversation) -> tuple[Compacted, list[str]]:
         """`/compact`: the memory flush, then compaction of the event's session; what it did and what to tell."""
-        toolbox = HostToolbox(self.pool, conversation)
+        toolbox = HostToolbox(self.pool, conversation, event.session_key)
         session = self.session(event.session_key)
         system = self.system_prompt(event, toolbox)
         keeper = ContextKeeper(session, self.provider, toolbox, system, self.settings.agent, self.flush_target())
