@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 
 from .agent import Agent
 from .capture import capture
+from .compaction import Budget
 from .events import Event
 from .flush import Unattended
 from .pool import ServerHandle
@@ -25,8 +26,16 @@ async def new_session(agent: Agent, event: Event) -> str:
 async def status(agent: Agent, event: Event) -> str:
     session = agent.session(event.session_key)
     usage = session.usage
+    counted = session.transcript.view().context_tokens()
     context = agent.last_context_chars.get(event.session_key)
-    context_text = f"~{context // 4:,} tokens ({context:,} chars)" if context else "not measured yet (no turn so far)"
+    budget = Budget.of(agent.settings.agent)
+    limits = f" of {budget.window:,}; compacts at {budget.threshold:,}"
+    if counted:
+        context_text = f"~{counted:,} tokens (the provider's count plus what came since){limits}"
+    elif context:
+        context_text = f"~{context // 4:,} tokens ({context:,} chars){limits}"
+    else:
+        context_text = "not measured yet (no turn so far)"
     servers: list[ServerHandle] = list(agent.pool.handles.values()) if agent.pool else []
     server_text = "".join(f"\n- {h.config.name}: {h.state}" for h in servers) or " none"
     children = await running_subagents(agent.pool, event.session_key)

@@ -148,4 +148,7 @@ async def test_status_after_a_restart_counts_every_model_call_including_compacti
     )
 
     assert "Tokens used: 400 in / 40 out" in (before or "")
+    assert "Context: ~110 tokens (the provider's count plus what came since) of 128,000; compacts at 108,000" in (
+        before or ""
+    )
     assert "Tokens used: 400 in / 40 out" in (after or "")
