@@ -157,11 +157,14 @@ async def _summarise(calls: _Calls, budget: Budget, previous: str | None, older:
 
 
 async def _merge(calls: _Calls, budget: Budget, summaries: list[str]) -> str:
-    """Merge summaries of consecutive parts in as few calls as fit, in rounds until one is left."""
+    """Merge summaries of consecutive parts in as few calls as fit, in rounds until one is left.
+
+    Each input is cut to a third of a call, so every call takes at least two and the rounds end.
+    """
     intro = "Merge these summaries of consecutive parts of one conversation (oldest first) into one summary:\n\n"
     while True:
         groups = _pack(
-            [cut_middle(s, budget.chunk_chars // 2, "cut to fit the merge") for s in summaries], budget.chunk_chars
+            [cut_middle(s, budget.chunk_chars // 3, "cut to fit the merge") for s in summaries], budget.chunk_chars
         )
         merged = [await calls.summary(intro + group, budget.summary_chars) for group in groups]
         if len(merged) == 1:

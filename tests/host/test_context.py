@@ -8,6 +8,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from hermitcrab.host.compaction import Budget, compact
 from hermitcrab.host.config import AgentSettings
 from hermitcrab.host.errors import ContextOverflowError, ProviderError
@@ -202,3 +204,18 @@ async def test_the_context_is_counted_from_the_providers_report_plus_what_was_ad
     session.transcript.append("user", text="x" * 400)
 
     assert session.transcript.view().context_tokens() == 7_010 + (400 + 16) // 4
+
+
+async def test_merging_ends_even_when_every_summary_is_as_long_as_allowed(tmp_path: Path):
+    session = SessionStore(tmp_path).open("main")
+    for index in range(60):
+        session.transcript.append("user", text=f"step {index} " + "y" * 4_000)
+        session.transcript.append("assistant", text=f"done {index}")
+    budget = Budget.of(SMALL)
+    provider = ScriptedProvider(summary="s" * budget.chunk_chars * 2)
+
+    with anyio.fail_after(10):
+        done = await compact(session, provider, budget)
+
+    assert done.replaced and done.failure is None
+    assert len(session.messages()[0].content) < budget.summary_chars + budget.identifier_chars + 500
