@@ -9,12 +9,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.fake_llm import FakeLLM, Reply, free_port, openai_text
+from tests.support.fake_llm import FakeLLM, Reply, free_port, openai_text, openai_tool_calls
 
 from .conftest import CLI, cli_env
 
@@ -136,3 +137,42 @@ def test_a_webhook_runs_a_turn_and_delivers_to_its_callback(start, llm: FakeLLM)
     assert refused.status_code == 401 and accepted.status_code == 202
     assert llm.delivered == [{"text": "Build 812 is green."}]
     assert len(llm.requests) == 1 and TOKEN not in host.stderr
+
+
+def test_a_reminder_the_agent_schedules_with_the_cron_server_fires_and_is_announced_once(
+    hermitcrab_home: Path, llm: FakeLLM, tmp_path: Path
+):
+    cron_state = tmp_path / "cron"
+    desktop = tmp_path / "desktop.json"
+    cron = {"command": sys.executable, "args": ["-m", "hermitcrab.servers.cron", "--state", str(cron_state)]}
+    desktop.write_text(json.dumps({"mcpServers": {"cron": cron}}))
+    host = Host(hermitcrab_home, llm, desktop, tmp_path / "run.log")
+    at = (datetime.now(UTC) + timedelta(seconds=3)).isoformat()
+    job = {
+        "name": "stretch",
+        "schedule": {"kind": "at", "at": at},
+        "payload": {"kind": "system_event", "text": "Remind the user to stretch."},
+        "delivery": {"mode": "announce", "channel": "webhook", "to": llm.sink_url},
+        "delete_after_run": True,
+    }
+    llm.enqueue(
+        openai_tool_calls(("c1", "cron_add", json.dumps({"job": job}))),
+        openai_text("Reminder set."),
+        openai_text("Time to stretch!"),
+    )
+    try:
+        ask = {"message": "remind me to stretch in 3 seconds", "delivery": {"channel": "webhook", "to": llm.sink_url}}
+        response = httpx.post(
+            f"http://127.0.0.1:{host.port}/hooks/agent", json=ask, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        wait_for(lambda: len(llm.delivered) == 2, f"expected two deliveries, got {llm.delivered}")
+        time.sleep(0.5)  # a second announcement would arrive now
+        assert host.stop() == 0
+    finally:
+        host.process.kill()
+
+    assert response.status_code == 202
+    assert llm.delivered == [{"text": "Reminder set."}, {"text": "Time to stretch!"}]
+    assert "Remind the user to stretch." in llm.requests[2]["messages"][-1]["content"]
+    assert len(events_in_main(hermitcrab_home)) == 1
+    assert json.loads((cron_state / "cron.json").read_text())["jobs"] in ([], {})
