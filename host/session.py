@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ logger = logging.getLogger(__name__)
 INTERRUPTED = "[no result: the host stopped before this tool call finished]"
 SUMMARY_HEADER = "[Summary of the earlier part of this conversation, written when it was compacted]"
 MESSAGE_OVERHEAD_CHARS = 16  # role and framing of one message on the wire, roughly four tokens
+OPEN_SESSIONS = 64  # webhook and cron runs each make a session; only this many stay in memory
 
 
 @dataclass
@@ -178,13 +180,15 @@ class Session:
 class SessionStore:
     """Maps session keys to their current transcript under `state/sessions/`; `/new` starts a fresh one.
 
-    Sessions stay open in memory, so a turn reads only what was appended since the last one.
+    The most recently used sessions stay open in memory, so a turn reads only what was appended since the last
+    one; one that was closed to make room is read again from its file when it is next used.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, open_sessions: int = OPEN_SESSIONS) -> None:
         self.root = root
         self._index_path = root / "sessions.json"
-        self._sessions: dict[str, Session] = {}
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._open_sessions = open_sessions
         self._index_cache: tuple[tuple[int, int], dict[str, Any]] | None = None
 
     def open(self, key: str) -> Session:
@@ -205,6 +209,9 @@ class SessionStore:
         if session is None or session.key != key:
             session = Session(key, session_id, Transcript(self.root / f"{session_id}.jsonl"))
             self._sessions[session_id] = session
+            while len(self._sessions) > self._open_sessions:
+                self._sessions.popitem(last=False)
+        self._sessions.move_to_end(session_id)
         return session
 
     def _index(self) -> dict[str, Any]:

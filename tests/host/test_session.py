@@ -115,3 +115,17 @@ async def test_a_turn_costs_the_same_in_a_50000_entry_transcript_as_in_a_50_entr
     small, big = (statistics.median(timings[name]) for name in ("small", "big"))
     assert big < 2 * small, (small, big)
     assert sessions[1].handled("ev2") and len(sessions[1].messages()) == 1 + 40 + 60
+
+
+def test_only_the_most_recently_used_sessions_stay_open_and_a_closed_one_is_read_again(tmp_path: Path):
+    store = SessionStore(tmp_path, open_sessions=2)
+    main = store.open("main")
+    main.transcript.append("user", text="kept on disk")
+    store.open("hook-1")
+    assert store.open("main") is main  # used again, so it stays
+    store.open("hook-2")
+    store.open("hook-3")
+
+    reopened = store.open("main")
+
+    assert reopened is not main and [m.content for m in reopened.messages()] == ["kept on disk"]
