@@ -91,19 +91,18 @@ class DiscordChannel:
         self._asking: dict[tuple[str, str | None], int] = {}
         self._interactions: dict[str, discord.Interaction] = {}
         self._undelivered: dict[str, list[str]] = {}
+        self._inbound: dict[str, anyio.Lock] = {}
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Log in, then stay connected (discord.py resumes a dropped gateway session) until cancelled."""
+        """Log in, then stay connected (discord.py resumes a dropped gateway session) until cancelled.
+
+        Reports started at once: an unreachable Discord is retried in the background, never holding up the host;
+        a refused token raises LoginRefused."""
         try:
+            task_status.started()
+            await self._login()
             async with anyio.create_task_group() as group:
                 self._group = group
-                try:
-                    await self.client.login(self._token)
-                except discord.LoginFailure as exc:
-                    raise LoginRefused(
-                        f"Discord refused the bot token ({exc}); check [discord] token or DISCORD_TOKEN"
-                    ) from None
-                task_status.started()
                 while True:
                     try:
                         await self.client.connect(reconnect=True)
@@ -113,6 +112,20 @@ class DiscordChannel:
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 await self.client.close()
+
+    async def _login(self) -> None:
+        delay = 1.0
+        while True:
+            try:
+                await self.client.login(self._token)
+                return
+            except discord.LoginFailure as exc:
+                message = f"Discord refused the bot token ({exc}); check [discord] token or DISCORD_TOKEN"
+                raise LoginRefused(message) from None
+            except (discord.HTTPException, OSError) as exc:
+                logger.warning("discord: cannot log in (%s); trying again in %g s", exc, delay)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 60.0)
 
     # --- the host's side: Channel ---
 
@@ -156,13 +169,19 @@ class DiscordChannel:
     # --- Discord's side ---
 
     async def on_message(self, message: discord.Message) -> None:
+        """discord.py runs each dispatch as its own task: a conversation's lock (fair, taken before any await)
+        keeps its messages in order while an attachment downloads."""
         if message.author.bot or message.id in self._seen:
             return
         self._seen[message.id] = None
         while len(self._seen) > SEEN_MESSAGES:
             self._seen.popitem(last=False)
-        user = str(message.author.id)
         conversation = str(message.channel.id)
+        async with self._inbound.setdefault(conversation, anyio.Lock()):
+            await self._take(message, conversation)
+
+    async def _take(self, message: discord.Message, conversation: str) -> None:
+        user = str(message.author.id)
         me = self.client.user
         mentioned = me is not None and me in message.mentions
         answering = self._asking.get((conversation, user), 0) > 0

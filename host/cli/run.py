@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 import typer
+from anyio.abc import TaskStatus
 
 from hermitcrab.channels.discord import Access, DiscordChannel, LoginRefused, point_at
 from hermitcrab.channels.pairing import PairingStore
@@ -67,10 +68,7 @@ async def serve(settings: Settings) -> None:
                 await group.start(webhook.serve, settings.webhook.host, settings.webhook.port)
             if discord is not None:
                 gateway.add_channel(discord)
-                try:
-                    await group.start(discord.serve)
-                except LoginRefused as exc:
-                    raise ConfigError(str(exc)) from exc
+                await group.start(_serve_discord, discord)
             if agent.pool is not None and agent.server_events is not None:
                 group.start_soon(relay_server_events, agent.server_events, agent.pool, gateway.submit, fallback)
             group.start_soon(heartbeat.run)
@@ -106,6 +104,13 @@ def _discord(settings: Settings, gateway: Gateway) -> DiscordChannel | None:
     return DiscordChannel(
         config.token, access, gateway.submit, inbox=inbox, max_text_bytes=config.max_text_attachment_bytes
     )
+
+
+async def _serve_discord(discord: DiscordChannel, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    try:
+        await discord.serve(task_status=task_status)
+    except LoginRefused as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def _ready(agent: Agent, settings: Settings, webhook: bool, discord: bool) -> None:

@@ -19,6 +19,7 @@ from tests.support.fake_discord import (
     GUILD_ID,
     OWNER,
     STRANGER,
+    TOKEN,
     FakeDiscord,
     Sent,
     running_fake_discord,
@@ -65,7 +66,7 @@ def start(
             hermitcrab_home,
             llm,
             {
-                "DISCORD_TOKEN": "fake-bot-token",
+                "DISCORD_TOKEN": TOKEN,
                 "HERMITCRAB_DISCORD_API_BASE": discord_api.api_base,
                 "HERMITCRAB_DISCORD_GATEWAY_URL": discord_api.gateway_url,
             },
@@ -278,3 +279,15 @@ def test_commands_work_as_slash_commands_and_as_text_and_attachments_become_cont
     saved = hermitcrab_home / "workspace" / "inbox" / "discord" / f"{quiet}-crab.png"
     assert str(saved) in text and saved.read_bytes() == b"\x89PNG fake"
     assert BOT_ID not in text
+
+
+def test_a_refused_token_stops_run_with_one_line(discord_api: FakeDiscord, llm: FakeLLM, hermitcrab_home: Path):
+    (hermitcrab_home / "config.toml").write_text(CONFIG)
+    env = {"DISCORD_TOKEN": "wrong", "HERMITCRAB_DISCORD_API_BASE": discord_api.api_base}
+
+    result = subprocess.run(
+        [*CLI, "run"], capture_output=True, text=True, env=cli_env(hermitcrab_home, llm, env), timeout=60, check=False
+    )
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "error: Discord refused the bot token" in result.stderr and "wrong" not in result.stderr

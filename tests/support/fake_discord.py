@@ -31,6 +31,7 @@ from tests.support.fake_llm import free_port
 BOT_ID = "900000000000000001"
 GUILD_ID = "800000000000000001"
 GUILD_CHANNEL = "800000000000000002"
+TOKEN = "fake-bot-token"
 OWNER = "700000000000000001"
 STRANGER = "700000000000000002"
 API = "/api/v10"
@@ -257,7 +258,7 @@ class FakeDiscord:
         app.add_routes(
             [
                 web.get("/gateway", self.gateway),
-                web.get(f"{API}/users/@me", lambda _: _json(_user(BOT_ID, bot=True))),
+                web.get(f"{API}/users/@me", self._me),
                 web.get(f"{API}/oauth2/applications/@me", lambda _: _json(_application())),
                 web.put(f"{API}/applications/{{app}}/commands", self._commands),
                 web.post(f"{API}/channels/{{channel}}/messages", self._send),
@@ -275,6 +276,11 @@ class FakeDiscord:
         self.requests.append(f"{request.method} {request.path}")
         response: web.StreamResponse = await handler(request)
         return response
+
+    async def _me(self, request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != f"Bot {TOKEN}":
+            return _json({"message": "401: Unauthorized", "code": 0}, 401)
+        return _json(_user(BOT_ID, bot=True))
 
     async def _commands(self, request: web.Request) -> web.Response:
         self.commands = [
