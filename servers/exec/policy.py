@@ -9,8 +9,6 @@ Anything that cannot be decided statically (a computed command name, an unparsea
 from __future__ import annotations
 
 import fnmatch
-import glob
-import itertools
 import os
 import re
 import time
@@ -22,8 +20,9 @@ from typing import Literal
 from . import environment, programs, rules
 from .expansions import VARIABLE_BUILTINS, variable_name_problem
 from .files import Files
-from .paths import SAFE_DEVICES, through_proc
-from .shell import ParsedLine, Redirect, ShellSyntaxError, SimpleCommand, Word, operand_only, parse
+from .pathrules import PathRules
+from .paths import through_proc
+from .shell import ParsedLine, Redirect, ShellSyntaxError, SimpleCommand, Word, parse
 
 Security = Literal["deny", "allowlist", "full"]
 Ask = Literal["off", "on-miss", "always"]
@@ -67,8 +66,6 @@ DEFAULT_ALLOW = (
 _GLOB = re.compile(r"[*?\[]")
 _RETRY_S = 5.0
 _MAX_CWDS = 64  # directories a line's `cd`s may lead to before they count as unknown
-_MAX_GLOB = 10_000  # files a glob write target may match (each is checked)
-_MAX_ATTACHED = 256  # tails of a short-option word tried as an attached path
 
 
 @dataclass(frozen=True)
@@ -180,6 +177,10 @@ class _Scan:
     def refuse(self, reason: str) -> None:
         self.refusal = self.refusal or reason
 
+    def other_link_maker(self, raw: str) -> str | None:
+        """The line's symlink maker, unless it is the command `raw` itself (its own paths come before its links)."""
+        return None if self.link_maker == raw else self.link_maker
+
     def miss(self, command: str, reason: str, binary: str | None = None) -> None:
         self.misses.append(Miss(command, reason, binary))
 
@@ -205,8 +206,7 @@ class Checker:
     ) -> None:
         self.policy = policy
         self.files = Files(roots, protected, hidden)  # the write rules the file tools follow too
-        self.secrets = self.files.secrets
-        self.sandboxed = sandboxed  # without the sandbox, reads of credentials must be stopped here too
+        self.paths = PathRules(self.files, home, sandboxed)
         self.search_path = environment.absolute_path(search_path)
         self.home = home
         self.allowlist = Allowlist(policy.allow, self.search_path)
@@ -263,7 +263,7 @@ class Checker:
             if not targets:
                 cwds.append(self.home)
                 continue
-            path = self._expand(targets[0])
+            path = self.paths.expand(targets[0])
             if path is None or path == "-":
                 cwds.append(None)
                 continue
@@ -306,7 +306,7 @@ class Checker:
         scan: _Scan,
     ) -> None:
         name_word, args = words[0], words[1:]
-        name = self._expand(name_word)  # `~/bin/x` runs $HOME/bin/x
+        name = self.paths.expand(name_word)  # `~/bin/x` runs $HOME/bin/x
         if name is None:
             scan.miss(raw, f"the command name {name_word.raw!r} is computed at run time, so it cannot be checked")
             return
@@ -329,7 +329,7 @@ class Checker:
         base = os.path.basename(binary)
         reading = programs.reading(base, args)
         reasons = [rules.special_reason(base, args), rules.inline_code_reason(base, args)]
-        reasons += [reading.problem if reading else None, self._computed_argument(base, args, cwds)]
+        reasons += [reading.problem if reading else None, self.paths.computed_argument(base, args, cwds)]
         for reason in reasons:
             if reason is not None:
                 scan.miss(raw, reason)
@@ -340,7 +340,9 @@ class Checker:
                     scan.miss(raw, f"`env {var}=` passes {var}, which is not among the variables passed unasked")
         for path in rules.written_paths(base, args) + (reading.writes if reading else []):
             self._check_write(path, raw, f"`{base}` writes", cwds, scan)
-        self._check_reads(raw, base, args, cwds, scan)
+        problem = self.paths.reads_problem(base, args, cwds, scan.other_link_maker(raw))
+        if problem is not None:
+            scan.miss(raw, problem)
         child_cwds: list[str | None] = [None] if rules.relocates(base, args) else cwds
         for child in rules.child_commands(base, args) or []:
             if child:
@@ -371,61 +373,15 @@ class Checker:
         reading = programs.reading(base, words[1:]) if base == "tar" else None
         return rules.makes_links(base, words[1:]) or bool(reading and reading.makes_links)
 
-    def _computed_argument(self, base: str, args: list[Word], cwds: list[str | None]) -> str | None:
-        """Why an argument bash computes at run time needs approval: it may be an option (unless the program
-        takes any), or without the sandbox a path to a credential (unless a glob that matches none now)."""
-        for word in args:
-            if word.text is not None or (self.sandboxed and (base in rules.ARGUMENT_SAFE or operand_only(word))):
-                continue
-            if not self.sandboxed and base in rules.NO_FILES:
-                continue
-            plain_glob = not re.search(r"[$`]", word.raw) and (base in rules.ARGUMENT_SAFE or operand_only(word))
-            if not self.sandboxed and plain_glob and self._glob_reads_ok(word, base, cwds):
-                continue
-            return (
-                f"`{base}` gets {word.raw!r}, computed at run time: it could be an option or a path "
-                "that cannot be checked"
-            )
-        return None
+    def _check_redirect(self, redirect: Redirect, raw: str, cwds: list[str | None], scan: _Scan) -> None:
+        problem = self.paths.redirect_problem(redirect, raw, cwds, scan.other_link_maker(raw))
+        if problem is not None:
+            scan.miss(raw, problem)
 
-    def _glob_reads_ok(self, word: Word, base: str, cwds: list[str | None]) -> bool:
-        directory = _glob_directory(word.raw)
-        if directory is None or None in cwds:
-            return False
-        for cwd in cwds:
-            assert cwd is not None
-            matches = list(itertools.islice(glob.iglob(os.path.join(glob.escape(cwd), word.raw)), _MAX_GLOB + 1))
-            if len(matches) > _MAX_GLOB or any(self._read_problem(m, base, [cwd]) for m in matches):
-                return False
-        return True
-
-    def _check_reads(self, raw: str, base: str, args: list[Word], cwds: list[str | None], scan: _Scan) -> None:
-        for word in args:
-            for path in _path_candidates(self._expand(word)):
-                if not self.sandboxed and "/" in path and scan.link_maker not in (None, raw):
-                    scan.miss(raw, f"`{base}` reads {path!r} on a line where `{scan.link_maker}` may create a symlink")
-                    return
-                problem = self._read_problem(path, base, cwds)
-                if problem is not None:
-                    scan.miss(raw, problem)
-                    return
-
-    def _read_problem(self, path: str, base: str, cwds: list[str | None]) -> str | None:
-        """Why `base` reading `path` needs approval: it passes through /proc or /dev/fd, or it is (or, read
-        recursively without the sandbox, holds) a hidden credential."""
-        for cwd in ["/"] if os.path.isabs(path) else cwds:
-            if cwd is None:
-                if self.sandboxed:
-                    continue
-                return f"`{base}` reads the relative path {path!r} after a `cd` that cannot be followed"
-            full = os.path.join(cwd, path)
-            if "/" in path and through_proc(full):
-                return f"{path!r} passes through /proc or /dev/fd, which name other files in the command's process"
-            if self.secrets.covers(full):
-                return f"{path!r} is among the credentials hidden from commands"
-            if not self.sandboxed and base not in rules.METADATA_ONLY and self.secrets.holds(full):
-                return f"{path!r} holds credentials hidden from commands, and there is no sandbox to hide them"
-        return None
+    def _check_write(self, word: Word, raw: str, what: str, cwds: list[str | None], scan: _Scan) -> None:
+        problem = self.paths.write_problem(word, what, cwds, scan.other_link_maker(raw))
+        if problem is not None:
+            scan.miss(raw, problem)
 
     def _check_builtin(self, raw: str, name: str, args: list[Word], scan: _Scan) -> bool:
         """Handle shell builtins; True when `name` is one (and has been dealt with)."""
@@ -452,91 +408,10 @@ class Checker:
             return True
         return False
 
-    def _check_redirect(self, redirect: Redirect, raw: str, cwds: list[str | None], scan: _Scan) -> None:
-        target = redirect.target
-        if target is None:
-            return
-        if redirect.op in (">&", "<&") and (target.text == "-" or (target.text or "").isdigit()):
-            return  # duplicates or closes a descriptor (`>&2`, `>&-`); `> 2` and `> -` are files
-        if (target.text or "").startswith(("/dev/tcp/", "/dev/udp/")):
-            scan.miss(raw, f"`{raw}` opens a network connection through bash's {target.text!r}")
-            return
-        if redirect.writes:
-            self._check_write(target, raw, f"`{raw}` redirects output", cwds, scan)
-            return
-        path = self._expand(target)
-        problem = "its input is computed at run time" if path is None else self._read_problem(path, "<", cwds)
-        if problem is not None and not (path is None and self.sandboxed):
-            scan.miss(raw, f"`{raw}` reads a file: {problem}")
-
-    def _check_write(self, word: Word, raw: str, what: str, cwds: list[str | None], scan: _Scan) -> None:
-        path = self._expand(word)
-        pattern = None
-        if path is None:
-            path = _glob_directory(word.raw)
-            pattern = word.raw
-            if path is None:
-                scan.miss(raw, f"{what} to {word.raw!r}, a path computed at run time")
-                return
-        if path in SAFE_DEVICES:
-            return
-        if scan.link_maker is not None and scan.link_maker != raw:
-            scan.miss(raw, f"{what} to {word.raw!r} on a line where `{scan.link_maker}` may create a symlink first")
-            return
-        bases: list[str | None] = ["/"] if os.path.isabs(path) else cwds
-        for base in bases:
-            if base is None:
-                scan.miss(raw, f"{what} to the relative path {word.raw!r} after a `cd` that cannot be followed")
-                return
-            targets = [os.path.join(base, path)]
-            if pattern is not None:  # every file the glob matches now (a symlink among them may lead out)
-                matches = glob.iglob(os.path.join(glob.escape(base), pattern))
-                targets += itertools.islice(matches, _MAX_GLOB + 1)
-                if len(targets) > _MAX_GLOB:
-                    scan.miss(raw, f"{what} to {word.raw!r}, which matches too many files to check")
-                    return
-            for target in targets:
-                if through_proc(target):
-                    scan.miss(raw, f"{what} to {word.raw!r}, which passes through /proc or /dev/fd")
-                    return
-                reason = self.files.write_problem(target)
-                if reason is not None:
-                    scan.miss(raw, f"{what}, but {reason}")
-                    return
-
-    def _expand(self, word: Word) -> str | None:
-        if word.text is None:
-            return None
-        if word.tilde:
-            return self.home + word.text[1:]
-        return word.text
-
 
 def _is_option(word: Word, letter: str) -> bool:
     text = word.text or ""
     return text[:1] in ("-", "+") and not text.startswith("--") and letter in text[1:]
-
-
-def _glob_directory(raw: str) -> str | None:
-    """For a plain glob such as `build/*.o`, the directory it expands in; None if the word has other expansions."""
-    directory = os.path.dirname(raw)
-    if re.search(r"[$`{}~'\"\\]", raw) or not _GLOB.search(raw) or _GLOB.search(directory):
-        return None  # a glob in a directory part could walk anywhere, through any symlink
-    return directory or "."
-
-
-def _path_candidates(text: str | None) -> list[str]:
-    """The paths a literal argument may name: itself, a `--option=` value, a value attached to a short option."""
-    if not text:
-        return []
-    found = [text]
-    if text.startswith("-"):
-        name, equals, value = text.partition("=")
-        if equals and value:
-            found.append(value)
-        if not name.startswith("--"):  # `-fFILE`, `-rnfFILE`: any tail may be a value
-            found += [text[i:] for i in range(2, min(len(text), _MAX_ATTACHED))]
-    return found
 
 
 def _read_targets(name: str, args: list[Word]) -> list[str]:
