@@ -65,6 +65,7 @@ DEFAULT_ALLOW = (
 )
 _GLOB = re.compile(r"[*?\[]")
 _RETRY_S = 5.0
+_NUMERIC_BUILTINS = frozenset({"shift", "exit", "return", "break", "continue"})  # literal numbers only
 _MAX_CWDS = 64  # directories a line's `cd`s may lead to before they count as unknown
 
 
@@ -393,6 +394,8 @@ class Checker:
             if name in ("read", "printf"):
                 for var in _read_targets(name, args):
                     scan.protect(raw, var)
+            if name in _NUMERIC_BUILTINS and not all(re.fullmatch(r"-?[0-9]+", a.text or "") for a in args):
+                scan.miss(raw, f"`{name}` reads its argument as a number, which bash may evaluate as arithmetic")
             return True
         if name in VARIABLE_BUILTINS:
             if name != "export" and any(_is_option(a, "n") for a in args):
