@@ -168,3 +168,18 @@ def test_a_symlink_swapped_in_after_the_check_is_not_followed(workspace: Path, t
         else:
             files.edit("d/x.txt", "secret", "pwned", False)
     assert (outside / "x.txt").read_text() == "secret\n"
+
+
+async def test_file_tools_refuse_the_hidden_credentials_even_inside_a_root(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("PRIVATE KEY\n")
+    (home / "notes.txt").write_text("fine\n")
+    environ = {"HOME": str(home), "HERMITCRAB_HOME": str(tmp_path / "hc"), "PATH": "/usr/bin:/bin"}
+    server = build_server(roots=[home], sandbox="none", environ=environ)
+    async with Client(server) as client:
+        for tool, extra in (("read_file", {}), ("write_file", {"content": "x"})):
+            is_error, message = await text(client, tool, path=".ssh/id_rsa", **extra)
+            assert is_error and "credentials hidden" in message
+        assert not (await text(client, "read_file", path="notes.txt"))[0]
+    assert (home / ".ssh" / "id_rsa").read_text() == "PRIVATE KEY\n"
