@@ -54,7 +54,6 @@ class Tick:
 class _Written:
     records: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     items: list[Item] = field(default_factory=list[Item])
-    jobs_changed: bool = False
 
 
 def next_after(trigger: BaseTrigger, moment: datetime) -> datetime | None:
@@ -146,13 +145,13 @@ class Engine:
     async def current(self) -> State:
         """The newest state, after catching up with another process's writes."""
         if self.store.refresh():
-            await self._settle()
+            self._settle()
         return self.store.state
 
     async def edit(self, change: Callable[[State], T]) -> T:
-        """Apply a tool's change to the store, then reschedule and tell listeners what it added."""
+        """Apply a change to the store, then reschedule and tell listeners what it (or another process) added."""
         result = self.store.transact(change)
-        await self._settle()
+        self._settle()
         return result
 
     async def run_now(self, tick: Tick) -> list[Item]:
@@ -220,7 +219,7 @@ class Engine:
                 _fired_by_the_executor, trigger=trigger, id=job.id, name=job.name, next_run_time=pending
             )
 
-    async def _settle(self) -> None:
+    def _settle(self) -> None:
         """After the store changed: reschedule, tell listeners about new items, wake webhook delivery."""
         self._reconcile(datetime.now(UTC))
         state = self.store.state
@@ -258,17 +257,8 @@ class Engine:
 
     async def _commit(self, batch: list[Tick]) -> list[Item]:
         now = datetime.now(UTC)
-        written = self.store.transact(lambda state: self._apply_all(state, batch, now))
+        written = await self.edit(lambda state: self._apply_all(state, batch, now))
         self.runs.append(written.records)
-        if written.jobs_changed:
-            self._reconcile(now)
-        waiting = {event.id for event in self.store.state.events}
-        queued = [item for item in written.items if item.id in waiting]
-        if queued:
-            self._known_events.update(item.id for item in queued)
-            self._announce_due.set()
-        if len(queued) < len(written.items):
-            self._outbox_wake.set()
         return written.items
 
     def _apply_all(self, state: State, batch: list[Tick], now: datetime) -> _Written:
@@ -297,7 +287,7 @@ class Engine:
             if tick.reason == "missed" or (tick.reason == "schedule" and now - tick.scheduled_at > self.grace):
                 detail = f"more than {self.grace} late (was the server running?)"
                 _note(job, record | {"status": "missed", "detail": detail}, tick, now, written)
-                written.jobs_changed |= _finish_one_shot(state, job)
+                _finish_one_shot(state, job)
                 return
         item = job_item(job, tick.scheduled_at, now, manual)
         if job.delivery.mode == "webhook" and job.delivery.url is not None:
@@ -309,7 +299,7 @@ class Engine:
         _note(job, record | {"status": status, "event_id": item.id}, tick, now, written)
         written.items.append(item)
         if not manual:
-            written.jobs_changed |= _finish_one_shot(state, job)
+            _finish_one_shot(state, job)
 
     async def _watch_forever(self) -> None:
         """Follow the store file (edits by another process) and take over firing when the lock comes free."""
@@ -317,7 +307,7 @@ class Engine:
             await anyio.sleep(self.poll_s)
             self._take_over_if_free()
             if self.store.refresh():
-                await self._settle()
+                self._settle()
 
     async def _deliver_forever(self, http: httpx.AsyncClient) -> None:
         while True:
@@ -339,7 +329,7 @@ class Engine:
             for outgoing in due:
                 group.start_soon(send, outgoing)
         if outcomes:
-            records = self.store.transact(lambda state: self._delivered(state, outcomes, datetime.now(UTC)))
+            records = await self.edit(lambda state: self._delivered(state, outcomes, datetime.now(UTC)))
             self.runs.append(records)
         waits = [(outgoing.next_attempt_at - datetime.now(UTC)).total_seconds() for outgoing in self.store.state.outbox]
         return max(0.0, min(waits)) if waits else math.inf
@@ -379,12 +369,10 @@ def _note(job: Job, record: dict[str, Any], tick: Tick, now: datetime, written: 
     written.records.append(record)
 
 
-def _finish_one_shot(state: State, job: Job) -> bool:
-    """An `at` job has fired (or been missed): remove it if asked, else keep it disabled. True if it changed."""
-    if not isinstance(job.schedule, AtSchedule):
-        return False
-    if job.delete_after_run:
-        del state.jobs[job.id]
-    else:
-        job.enabled = False
-    return True
+def _finish_one_shot(state: State, job: Job) -> None:
+    """An `at` job has fired (or been missed): remove it if asked, else keep it disabled."""
+    if isinstance(job.schedule, AtSchedule):
+        if job.delete_after_run:
+            del state.jobs[job.id]
+        else:
+            job.enabled = False
