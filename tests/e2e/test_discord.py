@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -90,11 +90,15 @@ def pairing(home: Path, llm: FakeLLM, *args: str) -> subprocess.CompletedProcess
     )
 
 
-def one_reply(discord_api: FakeDiscord, message_id: str) -> Sent:
+def first_reply(discord_api: FakeDiscord, message_id: str) -> Sent:
     wait_for(lambda: discord_api.replies_to(message_id) != [], f"no reply to {message_id}: {discord_api.sent}")
-    time.sleep(0.2)  # a doubled reply would show up now
-    (reply,) = discord_api.replies_to(message_id)
-    return reply
+    return discord_api.replies_to(message_id)[0]
+
+
+def stop(process: subprocess.Popen[bytes]) -> int:
+    """SIGTERM: the running turn finishes and its reply is sent, so nothing can arrive after this returns."""
+    process.send_signal(signal.SIGTERM)
+    return process.wait(timeout=30)
 
 
 def user_texts(llm: FakeLLM) -> list[str]:
@@ -104,9 +108,9 @@ def user_texts(llm: FakeLLM) -> list[str]:
 def test_an_unknown_dm_gets_only_a_pairing_code_and_approval_lets_the_user_in(
     start, discord_api: FakeDiscord, llm: FakeLLM, hermitcrab_home: Path
 ):
-    start()
+    host = start()
     first = discord_api.user_says(STRANGER, "hello, who are you?")
-    code_reply = one_reply(discord_api, first)
+    code_reply = first_reply(discord_api, first)
     code = re.search(r"\*\*([A-Z2-9]{8})\*\*", code_reply.content)
     assert code is not None and not set(code.group(1)) & set("01OI")
     assert llm.requests == []  # the agent never saw the stranger's message
@@ -117,20 +121,24 @@ def test_an_unknown_dm_gets_only_a_pairing_code_and_approval_lets_the_user_in(
     second = discord_api.user_says(STRANGER, "hello again")
 
     assert code.group(1) in listed.stdout and approved.returncode == 0, approved.stderr
-    assert one_reply(discord_api, second).content == "Nice to meet you."
+    assert first_reply(discord_api, second).content == "Nice to meet you."
+    assert stop(host) == 0  # SIGTERM with Discord connected: a clean exit
+    assert len(discord_api.replies_to(first)) == len(discord_api.replies_to(second)) == 1
     assert user_texts(llm) == ["hello again"]
 
 
 def test_a_guild_message_needs_a_mention_and_gets_its_own_session(
     start, discord_api: FakeDiscord, llm: FakeLLM, hermitcrab_home: Path
 ):
-    start()
+    host = start()
     llm.enqueue(openai_text("Hello, reef!"))
     ignored = discord_api.user_says(OWNER, "anyone here?", guild=True)
     from_a_bot = discord_api.user_says(STRANGER, "beep", guild=True, mention=True, bot=True)
     mentioned = discord_api.user_says(OWNER, "what's up?", guild=True, mention=True)
 
-    reply = one_reply(discord_api, mentioned)
+    reply = first_reply(discord_api, mentioned)
+    stop(host)
+    assert discord_api.replies_to(mentioned) == [reply]
     assert (reply.channel_id, reply.content) == (GUILD_CHANNEL, "Hello, reef!")
     assert discord_api.replies_to(ignored) == discord_api.replies_to(from_a_bot) == []
     assert user_texts(llm) == ["what's up?"]
@@ -145,15 +153,12 @@ def test_a_5000_character_reply_with_a_code_block_arrives_as_three_messages_with
     code = "\n".join(f"print('line {n:03}')  # {'-' * 50}" for n in range(59))
     text = "Here is the script:\n\n```python\n" + code + "\n```\n\n" + "That is all. " * 60
     assert 4900 < len(text) < 5100
-    start()
+    host = start()
     llm.enqueue(openai_text(text))
     message = discord_api.user_says(OWNER, "write me a script")
 
-    wait_for(
-        lambda: len(discord_api.in_channel(discord_api.dm_channel(OWNER))) == 3,
-        f"not three messages: {discord_api.sent}",
-    )
-    time.sleep(0.2)
+    wait_for(lambda: len(discord_api.in_channel(discord_api.dm_channel(OWNER))) >= 3, f"not 3: {discord_api.sent}")
+    stop(host)
     parts = [sent.content for sent in discord_api.in_channel(discord_api.dm_channel(OWNER))]
     assert len(parts) == 3 and all(len(part) <= 2000 for part in parts)
     assert [sent.reply_to for sent in discord_api.in_channel(discord_api.dm_channel(OWNER))] == [message, None, None]
@@ -164,12 +169,12 @@ def test_a_5000_character_reply_with_a_code_block_arrives_as_three_messages_with
 
 
 def test_ten_quick_messages_get_ten_replies_in_order_none_doubled(start, discord_api: FakeDiscord, llm: FakeLLM):
-    start()
+    host = start()
     llm.enqueue(*(openai_text(f"answer {n}") for n in range(10)))
     messages = [discord_api.user_says(OWNER, f"question {n}") for n in range(10)]
 
     wait_for(lambda: len(discord_api.sent) >= 10, f"replies missing: {discord_api.sent}")
-    time.sleep(0.3)
+    stop(host)
     assert [(sent.reply_to, sent.content) for sent in discord_api.sent] == [
         (message, f"answer {n}") for n, message in enumerate(messages)
     ]
@@ -179,14 +184,15 @@ def test_ten_quick_messages_get_ten_replies_in_order_none_doubled(start, discord
 def test_a_busy_session_keeps_its_order_while_another_session_answers_meanwhile(
     start, discord_api: FakeDiscord, llm: FakeLLM
 ):
-    start()
+    host = start()
     llm.enqueue(Reply(openai_text("slow first"), delay_s=1.5), openai_text("guild answer"), openai_text("second"))
     first = discord_api.user_says(OWNER, "one")
     wait_for(lambda: len(llm.requests) == 1, "the first turn did not start")
     second = discord_api.user_says(OWNER, "two")
     guild = discord_api.user_says(OWNER, "meanwhile", guild=True, mention=True)
 
-    wait_for(lambda: len(discord_api.sent) == 3, f"replies missing: {discord_api.sent}")
+    wait_for(lambda: len(discord_api.sent) >= 3, f"replies missing: {discord_api.sent}")
+    stop(host)
     assert [(sent.reply_to, sent.content) for sent in discord_api.sent] == [
         (guild, "guild answer"),
         (first, "slow first"),
@@ -197,7 +203,7 @@ def test_a_busy_session_keeps_its_order_while_another_session_answers_meanwhile(
 def test_an_approval_button_pressed_by_someone_else_is_refused_and_the_owner_resumes_the_turn(
     start, discord_api: FakeDiscord, llm: FakeLLM
 ):
-    start(servers=True)
+    host = start(servers=True)
     llm.enqueue(
         openai_tool_calls(("c1", "guarded", json.dumps({"action": "deploy"}))), openai_text("Deployed, as you allowed.")
     )
@@ -212,7 +218,9 @@ def test_an_approval_button_pressed_by_someone_else_is_refused_and_the_owner_res
     assert len(llm.requests) == 1  # still waiting for the owner
     discord_api.press(question, "allow-once", OWNER)
 
-    reply = one_reply(discord_api, message)
+    reply = first_reply(discord_api, message)
+    stop(host)
+    assert discord_api.replies_to(message) == [reply]
     assert labels == ["allow-once", "allow-always", "deny"] and "Allow deploy?" in question.content
     assert refusal["type"] == 4 and refusal["data"]["flags"] == 64 and "Only the person" in refusal["data"]["content"]
     assert discord_api.callbacks[1]["type"] == 7 and question.components == []
@@ -223,16 +231,18 @@ def test_an_approval_button_pressed_by_someone_else_is_refused_and_the_owner_res
 def test_a_send_answered_with_500_is_retried_and_one_that_keeps_failing_is_reported_not_claimed(
     start, discord_api: FakeDiscord, llm: FakeLLM
 ):
-    start()
+    host = start()
     llm.enqueue(openai_text("made it"), openai_text("this one is lost"))
     discord_api.fail_sends(500)
     retried = discord_api.user_says(OWNER, "are you there?")
-    assert one_reply(discord_api, retried).content == "made it"
+    assert first_reply(discord_api, retried).content == "made it"
     assert discord_api.requests.count(f"POST /api/v10/channels/{discord_api.dm_channel(OWNER)}/messages") == 2
 
     discord_api.fail_sends(403, 403, 403)
     lost = discord_api.user_says(OWNER, "and now?")
-    wait_for(lambda: len(discord_api.sent) == 2, f"nothing reported: {discord_api.sent}")
+    wait_for(lambda: len(discord_api.sent) >= 2, f"nothing reported: {discord_api.sent}")
+    stop(host)
+    assert len(discord_api.sent) == 2
     report = discord_api.sent[1].content
     assert "could not be delivered here (missing permission" in report and "Sorry" in report
     assert all("this one is lost" not in sent.content for sent in discord_api.sent)
@@ -241,37 +251,40 @@ def test_a_send_answered_with_500_is_retried_and_one_that_keeps_failing_is_repor
 
 def test_a_dropped_gateway_connection_resumes_and_loses_no_message(start, discord_api: FakeDiscord, llm: FakeLLM):
     start()
-    llm.enqueue(openai_text("first answer"), openai_text("second answer"))
+    llm.enqueue(openai_text("first answer"), openai_text("second answer"), openai_text("third answer"))
     first = discord_api.user_says(OWNER, "first")
-    one_reply(discord_api, first)
+    first_reply(discord_api, first)
 
     discord_api.drop()
     second = discord_api.user_says(OWNER, "second, while the connection is down")
-    discord_api.wait_for(lambda: discord_api.resumes == 1 and discord_api.connected, "no resume")
+    wait_for(lambda: discord_api.resumes == 1 and discord_api.connected, "no resume")
     discord_api.user_says(OWNER, "first", message_id=first)  # the same dispatch again: not answered twice
+    third = discord_api.user_says(OWNER, "third")  # answered after anything queued before it
 
-    assert one_reply(discord_api, second).content == "second answer"
-    assert len(discord_api.replies_to(first)) == 1 and discord_api.identifies == 1
-    assert user_texts(llm) == ["first", "second, while the connection is down"]
+    assert first_reply(discord_api, second).content == "second answer"
+    assert first_reply(discord_api, third).content == "third answer"
+    assert len(discord_api.replies_to(first)) == len(discord_api.replies_to(second)) == 1
+    assert discord_api.identifies == 1
+    assert user_texts(llm) == ["first", "second, while the connection is down", "third"]
 
 
 def test_commands_work_as_slash_commands_and_as_text_and_attachments_become_content(
     start, discord_api: FakeDiscord, llm: FakeLLM, hermitcrab_home: Path
 ):
-    start()
+    host = start()
     assert {c["name"] for c in discord_api.commands} == {"new", "reset", "status", "compact"}
     discord_api.slash("status", OWNER)
     wait_for(lambda: any(sent.via == "followup" for sent in discord_api.sent), f"no follow-up: {discord_api.sent}")
     assert discord_api.callbacks[0]["type"] == 5  # deferred: "thinking…" until the answer comes
     assert discord_api.sent[0].content.startswith("Model: ")
     fresh = discord_api.user_says(OWNER, "/new")
-    assert one_reply(discord_api, fresh).content.startswith("Started a new session")
+    assert first_reply(discord_api, fresh).content.startswith("Started a new session")
 
     llm.enqueue(openai_text("NO_REPLY"))
     files = [("notes.txt", "text/plain", b"buy more shells"), ("crab.png", "image/png", b"\x89PNG fake")]
     quiet = discord_api.user_says(OWNER, "file these", attachments=files)
     wait_for(lambda: len(llm.requests) == 1, "the attachments never reached the model")
-    time.sleep(0.3)
+    stop(host)
 
     assert discord_api.replies_to(quiet) == []  # NO_REPLY: nothing is sent
     text = user_texts(llm)[0]

@@ -19,7 +19,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -177,12 +177,6 @@ class FakeDiscord:
                 self._ws = None
 
         self._call(cut())
-
-    def wait_for(self, condition: Callable[[], bool], message: str, timeout_s: float = 20) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not condition():
-            assert time.monotonic() < deadline, message
-            time.sleep(0.02)
 
     def replies_to(self, message_id: str) -> list[Sent]:
         return [s for s in self.sent if s.reply_to == message_id]
