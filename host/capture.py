@@ -18,82 +18,12 @@ from .text import cut_middle
 LAST_MESSAGES = 15
 MAX_MESSAGE_CHARS = 2_000
 SLUG_WORDS = 4
-STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "hello",
-        "hi",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "just",
-        "let",
-        "me",
-        "my",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "our",
-        "please",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "up",
-        "us",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yes",
-        "ok",
-        "okay",
-        "thanks",
-        "thank",
-    ]
-)
+_COMMON_WORDS = """
+a an and are as at be but by can could did do does for from had has have hello hi how i if in into is it its
+just let me my no not of on or our please so that the their them then there these they this to up us was we were
+what when where which who why will with would you your yes ok okay thanks thank
+"""
+STOPWORDS = frozenset(_COMMON_WORDS.split())
 
 
 def capture(session: Session, workspace: Path, now: dt.datetime) -> Path | None:
