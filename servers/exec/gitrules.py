@@ -145,6 +145,59 @@ def reason(args: Sequence[Word]) -> str | None:
     return None
 
 
+# Subcommands that only read the repository; every other one may write into its git directory.
+_READ_ONLY = frozenset(
+    [
+        "log",
+        "show",
+        "diff",
+        "blame",
+        "annotate",
+        "grep",
+        "ls-files",
+        "ls-tree",
+        "rev-parse",
+        "describe",
+        "shortlog",
+        "cat-file",
+        "rev-list",
+        "merge-base",
+        "show-ref",
+        "for-each-ref",
+        "version",
+        "var",
+        "check-ignore",
+        "check-attr",
+        "count-objects",
+        "name-rev",
+        "show-branch",
+        "cherry",
+        "whatchanged",
+        "range-diff",
+        "diff-tree",
+        "diff-index",
+        "diff-files",
+        "verify-commit",
+        "verify-tag",
+        "ls-remote",
+        "config",
+    ]
+)
+
+
+def repository_place(args: Sequence[Word]) -> tuple[list[str], str | None] | None:
+    """For a `git args` that may write its repository: the `-C` directories it moves through and its
+    `--git-dir` (None: found by searching upwards), so the policy can check that the repository is inside the
+    roots; None when it only reads."""
+    sub, rest = _split(args)
+    if sub is None or sub in _READ_ONLY:
+        return None
+    before = args[: len(args) - len(rest) - 1]
+    chdirs = [before[i + 1].text or "" for i, w in enumerate(before[:-1]) if w.text == "-C"]
+    git_dir = _git_dir(before)
+    return chdirs, None if git_dir is None else git_dir.text or ""
+
+
 def touches_worktree(args: Sequence[Word]) -> bool:
     """Whether `git args` may write the working tree (and so create symlinks there)."""
     sub, _ = _split(args)

@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from . import rules
+from . import gitrules, rules
 from .files import Files
 from .paths import SAFE_DEVICES, through_proc
 from .shell import Redirect, Word, operand_only
@@ -132,6 +132,26 @@ class PathRules:
             )
         return None
 
+    def git_repository_problem(self, args: Sequence[Word], cwds: Cwds) -> str | None:
+        """Why a `git` that may write its repository needs approval: the repository (its top, or the given
+        `--git-dir`) is outside the roots, e.g. a root that is a subdirectory of a checkout."""
+        place = gitrules.repository_place(args)
+        if place is None:
+            return None
+        chdirs, git_dir = place
+        for cwd in cwds:
+            if cwd is None:
+                return "`git` writes the repository of a directory that cannot be followed"
+            start = os.path.join(cwd, *chdirs)
+            top = os.path.join(start, git_dir) if git_dir is not None else _repository_top(start)
+            if top is not None and not self._inside_roots(top):
+                return f"`git` writes the repository at {top!r}, outside the roots"
+        return None
+
+    def _inside_roots(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return any(real == str(r) or real.startswith(str(r).rstrip("/") + "/") for r in self.files.real_roots)
+
     def _glob_reads_ok(self, word: Word, base: str, cwds: Cwds) -> bool:
         if glob_directory(word.raw) is None or None in cwds:
             return False
@@ -141,6 +161,18 @@ class PathRules:
             if len(matches) > _MAX_GLOB or any(self.read_problem(m, base, [cwd]) for m in matches):
                 return False
         return True
+
+
+def _repository_top(start: str) -> str | None:
+    """The directory holding the `.git` git would find from `start`, or None."""
+    current = os.path.realpath(start)
+    while True:
+        if os.path.lexists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
 
 
 def glob_directory(raw: str) -> str | None:

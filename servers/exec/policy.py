@@ -331,6 +331,7 @@ class Checker:
         reading = programs.reading(base, args)
         reasons = [rules.special_reason(base, args), rules.inline_code_reason(base, args)]
         reasons += [reading.problem if reading else None, self.paths.computed_argument(base, args, cwds)]
+        reasons += [self.paths.git_repository_problem(args, cwds) if base == "git" else None]
         for reason in reasons:
             if reason is not None:
                 scan.miss(raw, reason)

@@ -475,3 +475,15 @@ def test_relative_path_entries_cannot_shadow_system_binaries(workspace: Path) ->
     checker = Checker(Policy(allow=("ls",)), [workspace], search_path=search_path, home="/root")
     assert ".:" not in checker.search_path and "::" not in checker.search_path
     assert checker.check("ls", workspace).allowed  # the allowlisted /usr/bin/ls, not ./ls
+
+
+def test_git_may_not_write_a_repository_reaching_outside_the_roots(tmp_path: Path) -> None:
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    root = tmp_path / "repo" / "docs"  # a root inside a checkout: the repository is the parent's
+    root.mkdir()
+    checker = Checker(Policy(allow=TEST_ALLOW), [root], sandboxed=True, search_path=os.environ["PATH"], home="/root")
+    for command in ("git log", "git diff --stat", "git --git-dir=../.git log -p"):
+        assert checker.check(command, root).allowed, command
+    # `git status` refreshes the index, a file outside the roots too
+    for command in ("git commit -m x", "git add .", "git --git-dir=../.git commit -m x", "git stash", "git status"):
+        assert not checker.check(command, root).allowed, command
