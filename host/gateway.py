@@ -138,8 +138,8 @@ class Gateway:
             logger.info("skipping event %s: already handled in session %s", event_id, event.session_key)
             await _done(event, True)
             return None
-        if event.kind == "message" and self.last_target is not None:
-            self.last_target.remember(event.target)
+        if event.kind == "message" and event.chat in (None, "direct") and self.last_target is not None:
+            self.last_target.remember(event.target)  # never a group: reminders and findings are private
         command = find_command(event.text) if event.kind == "message" else None
         if command is not None:
             reply: str | None = await command(self.agent, event)

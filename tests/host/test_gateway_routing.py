@@ -12,6 +12,7 @@ from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import Settings
 from hermitcrab.host.events import Event, Target
 from hermitcrab.host.gateway import Gateway
+from hermitcrab.host.last_target import LastTarget
 from hermitcrab.host.routing import DmScope
 from hermitcrab.host.session import SessionStore
 from tests.support.scripted_provider import ScriptedProvider
@@ -77,6 +78,17 @@ async def test_a_chat_message_goes_to_the_session_the_rule_names(tmp_path: Path)
 
     assert channel.idle_after == ["room-1", "room-1"]  # the end of each turn is told, so typing can stop
     assert set(json.loads((tmp_path / "sessions" / "sessions.json").read_text())) == {"dm:alice", "im:group:room-1"}
+
+
+async def test_only_direct_conversations_become_the_last_conversation(tmp_path: Path):
+    last = LastTarget(tmp_path / "last_target.json")
+    agent = Agent(Settings(tmp_path, (), ()), ScriptedProvider().say("a").say("b"), None, SessionStore(tmp_path / "s"))
+    gw = Gateway(agent, {"im": PromptingChannel("x")}, ask_timeout_s=5, last_target=last)
+
+    await gw.process(Event("message", "in private", Target("im", "dm-1", "alice"), chat="direct"))
+    await gw.process(Event("message", "in public", Target("im", "general", "alice"), chat="group"))
+
+    assert last.get() == Target("im", "dm-1", "alice")
 
 
 async def test_the_channels_prompt_answers_a_question(tmp_path: Path):
