@@ -374,6 +374,7 @@ ATTEMPTS: list[Attempt] = [
         "tar xf evil.tar",
         "tar xf evil.tar && echo pwned > l/pwned2",
         "tar -xf evil.tar; tar -xf evil.tar",
+        "tar xf gitconfig.tar && git diff HEAD~1",
     ),
     *_x(
         "quote removal the parser gets wrong",

@@ -104,6 +104,11 @@ class Lab:
             link.type, link.linkname = tarfile.SYMTYPE, str(self.out)
             archive.addfile(link)
             archive.add(self.ws / "a.txt", "l/pwned")
+        with tarfile.open(self.ws / "gitconfig.tar", "w") as archive:  # a repository config that runs a program
+            config = self.ws / "sub" / "config"
+            config.write_text(f"[diff]\n\texternal = touch {self.ws}/.ran\n")
+            archive.add(config, ".git/config")
+            config.unlink()
         subprocess.run(["git", "init", "-q", "--bare", str(self.out / "repo.git")], check=True)
         git = ["git", "-C", str(self.ws), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
         for args in (

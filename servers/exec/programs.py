@@ -154,14 +154,13 @@ def _tar(args: Sequence[Word]) -> Reading:
         return Reading(parsed.problem)
     names = {name for name, _ in parsed.options}
     creates = any(n.lstrip("-") in _TAR_WRITERS or n in _TAR_WRITERS for n in names)
-    extracts = bool(names & _TAR_EXTRACT)
+    extracts = bool(names & _TAR_EXTRACT) and not names & {"-O", "--to-stdout"}
+    if extracts:  # an archive names its own paths: a `.git/config` that runs programs, links that lead out
+        return Reading("`tar -x` writes whatever paths the archive names, which cannot be checked here", [], True)
     archives = parsed.values("-f", "--file")
     if any(a.text is None or (":" in a.text and "--force-local" not in names) for a in archives):
         return Reading("`tar -f HOST:FILE` runs a remote shell (or the archive name is computed)")
-    writes = archives if creates else []
-    if extracts:
-        writes += parsed.values("-C", "--directory") or [Word(".", ".")]
-    return Reading(None, writes, makes_links=extracts)
+    return Reading(None, archives if creates else [])
 
 
 def _old_style_tar(words: list[Word]) -> list[Word]:

@@ -180,6 +180,7 @@ BYPASSES = [
     # bashlex's quote removal differs from bash's here (found by the differential fuzzer): `""'-exec'` is `-exec`
     "find . \"\"'-exec' rm x ';'",
     "find . \"\"\"\"-exec'' rm x ';'",
+    "tar xf a.tar",  # the archive names the paths: `.git/config`, links out
     # option allowlists
     "git log --ext-diff",
     "git commit -S -m x",
@@ -487,3 +488,32 @@ def test_git_may_not_write_a_repository_reaching_outside_the_roots(tmp_path: Pat
     # `git status` refreshes the index, a file outside the roots too
     for command in ("git commit -m x", "git add .", "git --git-dir=../.git commit -m x", "git stash", "git status"):
         assert not checker.check(command, root).allowed, command
+
+
+@pytest.mark.parametrize(
+    ("command", "allowed"),
+    [
+        ("tar cf out.tar a.txt", True),
+        ("tar tf out.tar", True),
+        ("tar xOf out.tar", True),  # to stdout: no files written
+        ("tar xf out.tar", False),  # the archive names its paths (`.git/config`, links out)
+        ("tar cf - a.txt --to-command=rm", False),
+        ("tar czf /etc/x.tgz a.txt", False),
+        ("sort -o out.txt a.txt", True),
+        ("sort --compress-program=rm a.txt", False),
+        ("sed -n 's/a/b/p' a.txt", True),
+        ("sed 's/a/b/w out' a.txt", False),
+        ("sed '1e rm x' a.txt", False),
+        ("sed -i.bak 's/a/b/' a.txt", True),
+        ("find . -name '*.py' -newermt 2020-01-01 -print0", True),
+        ("find . -fls out", False),
+        ("uniq a.txt out.txt", True),
+        ("uniq a.txt /etc/x", False),
+        ("date +%s", True),
+        ("date 0101", False),
+    ],
+)
+def test_option_allowlists(workspace: Path, command: str, allowed: bool) -> None:
+    allow = ("tar", "sort", "sed", "find", "uniq", "date")
+    checker = Checker(Policy(allow=allow), [workspace], sandboxed=True, search_path=os.environ["PATH"], home="/root")
+    assert checker.check(command, workspace).allowed is allowed
