@@ -228,15 +228,15 @@ def test_an_approval_button_pressed_by_someone_else_is_refused_and_the_owner_res
     assert "deploy: allow-once" in llm.requests[1]["messages"][-1]["content"]
 
 
-def test_a_send_answered_with_500_is_retried_and_one_that_keeps_failing_is_reported_not_claimed(
+def test_sends_answered_with_500_or_429_are_retried_and_one_that_keeps_failing_is_reported_not_claimed(
     start, discord_api: FakeDiscord, llm: FakeLLM
 ):
     host = start()
     llm.enqueue(openai_text("made it"), openai_text("this one is lost"))
-    discord_api.fail_sends(500)
+    discord_api.fail_sends(500, 429)
     retried = discord_api.user_says(OWNER, "are you there?")
     assert first_reply(discord_api, retried).content == "made it"
-    assert discord_api.requests.count(f"POST /api/v10/channels/{discord_api.dm_channel(OWNER)}/messages") == 2
+    assert discord_api.requests.count(f"POST /api/v10/channels/{discord_api.dm_channel(OWNER)}/messages") == 3
 
     discord_api.fail_sends(403, 403, 403)
     lost = discord_api.user_says(OWNER, "and now?")

@@ -66,6 +66,7 @@ class FakeDiscord:
     _seq: int = 0
     _log: list[Json] = field(default_factory=list[Json])
     _ws: web.WebSocketResponse | None = None
+    _transport: asyncio.BaseTransport | None = None
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _interactions: dict[str, str] = field(default_factory=dict[str, str])
     loop: asyncio.AbstractEventLoop | None = None
@@ -170,11 +171,9 @@ class FakeDiscord:
         """Cut the gateway connection without a close frame, as a network failure would."""
 
         async def cut() -> None:
-            if self._ws is not None:
-                transport = self._ws._req.transport if self._ws._req else None  # pyright: ignore[reportPrivateUsage]
-                if transport is not None:
-                    transport.abort()
-                self._ws = None
+            if self._transport is not None:
+                self._transport.abort()
+            self._ws = self._transport = None
 
         self._call(cut())
 
@@ -189,7 +188,7 @@ class FakeDiscord:
     async def gateway(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
-        self._ws = ws
+        self._ws, self._transport = ws, request.transport
         await ws.send_json({"op": 10, "d": {"heartbeat_interval": 41250}, "s": None, "t": None})
         async for frame in ws:
             if frame.type != WSMsgType.TEXT:
@@ -286,6 +285,9 @@ class FakeDiscord:
     async def _send(self, request: web.Request) -> web.Response:
         if self._failures:
             status = self._failures.pop(0)
+            if status == 429:  # as Discord's edge sends it: a Via header and the wait in the body
+                limited = {"message": "You are being rate limited.", "retry_after": 0.3, "global": False}
+                return _json(limited, 429, {"Via": "1.1 google", "Retry-After": "1"})
             return _json({"message": f"scripted failure {status}", "code": 0}, status)
         body = await request.json()
         reference = (body.get("message_reference") or {}).get("message_id")
@@ -479,9 +481,10 @@ def _bot_message(sent: Sent) -> Json:
     return data
 
 
-def _json(data: object, status: int = 200) -> web.Response:
+def _json(data: object, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     # exactly application/json: discord.py does not parse a body labelled with a charset
-    return web.Response(body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json", **(headers or {})}
+    return web.Response(body=json.dumps(data).encode(), status=status, headers=headers)
 
 
 @contextmanager
