@@ -66,7 +66,7 @@ class FakeDiscord:
     _seq: int = 0
     _log: list[Json] = field(default_factory=list[Json])
     _ws: web.WebSocketResponse | None = None
-    _transport: asyncio.BaseTransport | None = None
+    _transport: asyncio.Transport | None = None
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _interactions: dict[str, str] = field(default_factory=dict[str, str])
     loop: asyncio.AbstractEventLoop | None = None
