@@ -23,7 +23,21 @@ def test_tool_round_trip_prints_only_the_final_reply(hermitcrab, llm, desktop_co
     assert result.stdout == "The answer is 42.\n"
     first, second = llm.requests
     offered = sorted(t["function"]["name"] for t in first["tools"])
-    assert offered == ["add", "ask_user", "big", "echo", "fail", "guarded", "hang", "message", "pid", "publish"]
+    assert offered == [
+        "add",
+        "ask_user",
+        "big",
+        "echo",
+        "fail",
+        "guarded",
+        "hang",
+        "message",
+        "pid",
+        "publish",
+        "queue_ack",
+        "queue_push",
+        "queue_state",
+    ]
     tool_message = second["messages"][-1]
     assert tool_message == {"role": "tool", "tool_call_id": "call_42", "content": "42"}
     assert second["messages"][-2]["tool_calls"][0]["id"] == "call_42"
