@@ -16,7 +16,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 import anyio
-import httpx
 from apscheduler.executors.base import BaseExecutor
 from apscheduler.job import Job as SchedulerJob
 from apscheduler.jobstores.base import JobLookupError
@@ -91,7 +90,7 @@ def _fired_by_the_executor() -> None:
 
 
 class Engine:
-    """The store, the scheduler (while this process holds the lock), the commit loop and webhook delivery."""
+    """The store, the scheduler (while this process holds the lock), the commit loop, and the tasks around them."""
 
     def __init__(
         self,
@@ -104,14 +103,13 @@ class Engine:
     ) -> None:
         self.store, self.runs, self.notifier = store, runs, notifier
         self.grace = timedelta(seconds=grace_s)
-        self.backoff = tuple(backoff)
         self.poll_s = poll_s
         self.lock = SchedulerLock(store.directory)
         self.scheduler: AsyncIOScheduler | None = None
         self._planned: dict[str, tuple[object, ...]] = {}
         self._ticks_in, self._ticks_out = anyio.create_memory_object_stream[Tick](math.inf)
         self._known_events = {item.id for item in store.state.events}
-        self._outbox_wake = anyio.Event()
+        self.outbox = webhook.Outbox(self, store, runs, backoff)
         self._announce_due = anyio.Event()
         self._running = False
 
@@ -126,12 +124,12 @@ class Engine:
             yield self
             return
         self._running = True
-        async with webhook.client() as http, anyio.create_task_group() as group:
+        async with anyio.create_task_group() as group:
             self._take_over_if_free()
             group.start_soon(self._commit_forever)
             group.start_soon(self._announce_forever)
             group.start_soon(self._watch_forever)
-            group.start_soon(self._deliver_forever, http)
+            group.start_soon(self.outbox.run, lambda: self.firing)
             try:
                 yield self
             finally:
@@ -178,7 +176,7 @@ class Engine:
         self.scheduler, self._planned = scheduler, {}
         logger.info("holding the scheduler lock of %s: firing jobs", self.store.directory)
         self._reconcile(datetime.now(UTC))
-        self._outbox_wake.set()
+        self.outbox.wake()
 
     def _reconcile(self, now: datetime) -> None:
         """Make the scheduler match the store: new, changed and re-enabled jobs planned again, removed ones dropped."""
@@ -229,7 +227,7 @@ class Engine:
         if fresh:
             self._announce_due.set()
         if state.outbox:
-            self._outbox_wake.set()
+            self.outbox.wake()
 
     async def _announce_forever(self) -> None:
         """Tell listeners about new items at once, then at most every ANNOUNCE_GAP_S.
@@ -308,59 +306,6 @@ class Engine:
             self._take_over_if_free()
             if self.store.refresh():
                 self._settle()
-
-    async def _deliver_forever(self, http: httpx.AsyncClient) -> None:
-        while True:
-            self._outbox_wake = anyio.Event()
-            wait = await self._deliver_due(http) if self.firing else math.inf
-            with anyio.move_on_after(wait):
-                await self._outbox_wake.wait()
-
-    async def _deliver_due(self, http: httpx.AsyncClient) -> float:
-        """POST every item whose time has come; seconds until the next one is due."""
-        now = datetime.now(UTC)
-        due = [outgoing for outgoing in self.store.state.outbox if outgoing.next_attempt_at <= now]
-        outcomes: dict[str, str | None] = {}
-
-        async def send(outgoing: Outgoing) -> None:
-            outcomes[outgoing.item.id] = await webhook.post(http, outgoing.url, outgoing.item)
-
-        async with anyio.create_task_group() as group:
-            for outgoing in due:
-                group.start_soon(send, outgoing)
-        if outcomes:
-            records = await self.edit(lambda state: self._delivered(state, outcomes, datetime.now(UTC)))
-            self.runs.append(records)
-        waits = [(outgoing.next_attempt_at - datetime.now(UTC)).total_seconds() for outgoing in self.store.state.outbox]
-        return max(0.0, min(waits)) if waits else math.inf
-
-    def _delivered(self, state: State, outcomes: dict[str, str | None], now: datetime) -> list[dict[str, Any]]:
-        records: list[dict[str, Any]] = []
-        for outgoing in list(state.outbox):
-            if outgoing.item.id not in outcomes:
-                continue
-            error = outcomes[outgoing.item.id]
-            outgoing.attempts += 1
-            record: dict[str, Any] = {
-                "at": now.isoformat(),
-                "job_id": outgoing.item.job_id,
-                "run_id": outgoing.item.id.partition(":")[2],
-                "event_id": outgoing.item.id,
-                "attempt": outgoing.attempts,
-            }
-            delay = None if error is None else webhook.retry_delay(outgoing.attempts, self.backoff)
-            if error is None or delay is None:
-                state.outbox.remove(outgoing)
-                status = "sent" if error is None else "failed"
-            else:
-                outgoing.next_attempt_at = now + timedelta(seconds=delay)
-                status = "retrying"
-                record["next_attempt_at"] = outgoing.next_attempt_at.isoformat()
-            records.append(record | {"status": status} | ({"detail": error} if error else {}))
-            job = state.jobs.get(outgoing.item.job_id or "")
-            if job is not None and job.last_run is not None and outgoing.item.id.endswith(job.last_run.run_id):
-                job.last_run.status = status
-        return records
 
 
 def _note(job: Job, record: dict[str, Any], tick: Tick, now: datetime, written: _Written) -> None:

@@ -1,15 +1,26 @@
-"""Webhook delivery: POST an event item as JSON, and when to try again after a failure."""
+"""Webhook delivery: POST each outbox item as JSON when it is due, retry failures on a backoff schedule, give up."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol, TypeVar
 
+import anyio
 import httpx
 
 from .events import Item
+from .runs import RunLog
+from .store import Outgoing, State, Store
 
 BACKOFF_S: tuple[float, ...] = (30, 60, 300, 900, 3600)
 TIMEOUT_S = 10.0
+T = TypeVar("T")
+
+
+class Editor(Protocol):
+    async def edit(self, change: Callable[[State], T]) -> T: ...
 
 
 async def post(client: httpx.AsyncClient, url: str, item: Item) -> str | None:
@@ -23,11 +34,72 @@ async def post(client: httpx.AsyncClient, url: str, item: Item) -> str | None:
     return f"HTTP {response.status_code} {response.reason_phrase}"
 
 
-def retry_delay(attempts: int, backoff: Sequence[float]) -> float | None:
-    """Seconds to wait after the `attempts`-th failed try, or None when it is time to give up."""
-    return backoff[attempts - 1] if attempts <= len(backoff) else None
+class Outbox:
+    """Delivers the store's outbox while `active()` (only the process that fires delivers); `wake` when it grew."""
 
+    def __init__(self, editor: Editor, store: Store, runs: RunLog, backoff: Sequence[float] = BACKOFF_S) -> None:
+        self._editor, self._store, self._runs = editor, store, runs
+        self.backoff = tuple(backoff)
+        self._wake = anyio.Event()
 
-def client(timeout_s: float = TIMEOUT_S) -> httpx.AsyncClient:
-    """Redirects are not followed: a receiver that moved should be configured with its new URL."""
-    return httpx.AsyncClient(timeout=timeout_s, follow_redirects=False, trust_env=False)
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self, active: Callable[[], bool]) -> None:
+        # Redirects are not followed: a receiver that moved should be configured with its new URL.
+        async with httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False, trust_env=False) as http:
+            while True:
+                self._wake = anyio.Event()
+                wait = await self._deliver_due(http) if active() else math.inf
+                with anyio.move_on_after(wait):
+                    await self._wake.wait()
+
+    async def _deliver_due(self, http: httpx.AsyncClient) -> float:
+        """POST every item whose time has come; seconds until the next one is due."""
+        now = datetime.now(UTC)
+        due = [outgoing for outgoing in self._store.state.outbox if outgoing.next_attempt_at <= now]
+        outcomes: dict[str, str | None] = {}
+
+        async def send(outgoing: Outgoing) -> None:
+            outcomes[outgoing.item.id] = await post(http, outgoing.url, outgoing.item)
+
+        async with anyio.create_task_group() as group:
+            for outgoing in due:
+                group.start_soon(send, outgoing)
+        if outcomes:
+            self._runs.append(await self._editor.edit(lambda state: self._record(state, outcomes, datetime.now(UTC))))
+        waits = [
+            (outgoing.next_attempt_at - datetime.now(UTC)).total_seconds() for outgoing in self._store.state.outbox
+        ]
+        return max(0.0, min(waits)) if waits else math.inf
+
+    def _record(self, state: State, outcomes: dict[str, str | None], now: datetime) -> list[dict[str, Any]]:
+        """Drop what was sent or given up, schedule the next try of the rest; the run-history lines for it all."""
+        records: list[dict[str, Any]] = []
+        for outgoing in list(state.outbox):
+            if outgoing.item.id not in outcomes:
+                continue
+            error = outcomes[outgoing.item.id]
+            outgoing.attempts += 1
+            record: dict[str, Any] = {
+                "at": now.isoformat(),
+                "job_id": outgoing.item.job_id,
+                "run_id": outgoing.item.id.partition(":")[2],
+                "event_id": outgoing.item.id,
+                "attempt": outgoing.attempts,
+            }
+            delay = (
+                None if error is None or outgoing.attempts > len(self.backoff) else self.backoff[outgoing.attempts - 1]
+            )
+            if delay is None:
+                state.outbox.remove(outgoing)
+                status = "sent" if error is None else "failed"
+            else:
+                outgoing.next_attempt_at = now + timedelta(seconds=self.backoff[outgoing.attempts - 1])
+                status = "retrying"
+                record["next_attempt_at"] = outgoing.next_attempt_at.isoformat()
+            records.append(record | {"status": status} | ({"detail": error} if error else {}))
+            job = state.jobs.get(outgoing.item.job_id or "")
+            if job is not None and job.last_run is not None and outgoing.item.id.endswith(job.last_run.run_id):
+                job.last_run.status = status
+        return records
