@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .access import Access
-from .channel import DeliveryFailed, DiscordChannel, LoginRefused, point_at
+from .channel import DiscordChannel, LoginRefused, point_at
+from .delivery import DeliveryFailed
 
 __all__ = ["Access", "DeliveryFailed", "DiscordChannel", "LoginRefused", "point_at"]

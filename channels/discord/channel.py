@@ -2,10 +2,8 @@
 
 In: a message that passes `Access` becomes one `message` event whose `chat` tells the host how to route it (DM,
 guild channel, thread); attachments become text; the bot ignores itself, other bots and a message it already saw
-(a replayed dispatch). Out: each reply is split into 2,000-character parts, the first answering the triggering
-message, and only a send Discord confirmed counts as delivered: discord.py retries 5xx and 429 (honouring
-retry-after), this channel retries a missing permission and network errors with backoff, and a reply that still
-fails raises (the gateway logs it) and is reported in that conversation on its next successful send.
+(a replayed dispatch). Out: replies go through `delivery.Outbox`; questions with choices get buttons; "typing…"
+shows from the start of a turn to its reply.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ import logging
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +29,8 @@ from hermitcrab.host.events import ChatType, Event, Target
 
 from .access import Access, Where
 from .attachments import describe
+from .delivery import DeliveryFailed, Outbox
 from .prompt import ChoiceButtons
-from .split import split_message
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +46,6 @@ PAIRING_TEXT = (
     "Hi! I only talk to people my owner has approved. Your pairing code is **{code}** (valid for one hour). "
     "Ask my owner to run `hermitcrab pairing approve {code}`."
 )
-SEND_ATTEMPTS = 3
-BACKOFF_S = 0.5
 TYPING_EVERY_S = 8.0
 TYPING_MAX_S = 600.0
 SEEN_MESSAGES = 2000
@@ -58,10 +54,6 @@ RECONNECT_S = 5.0
 
 class LoginRefused(Exception):
     """Discord refused the bot token."""
-
-
-class DeliveryFailed(Exception):
-    """A send Discord did not confirm, even after retries: the reply is not delivered (and is never claimed to be)."""
 
 
 def point_at(api_base: str | None, gateway_url: str | None) -> None:
@@ -89,8 +81,7 @@ class DiscordChannel:
         self._seen: OrderedDict[int, None] = OrderedDict()
         self._typing: dict[str, anyio.CancelScope] = {}
         self._asking: dict[tuple[str, str | None], int] = {}
-        self._interactions: dict[str, discord.Interaction] = {}
-        self._undelivered: dict[str, list[str]] = {}
+        self.outbox = Outbox(self.client)
         self._inbound: dict[str, anyio.Lock] = {}
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -205,10 +196,7 @@ class DiscordChannel:
             await interaction.response.send_message("I can't take commands from you here.", ephemeral=True)
             return
         await interaction.response.defer(thinking=True)
-        key = f"interaction:{interaction.id}"
-        self._interactions = {k: i for k, i in self._interactions.items() if not i.is_expired()}
-        self._interactions[key] = interaction
-        target = Target(self.name, str(interaction.channel_id), user, reply_to=key)
+        target = Target(self.name, str(interaction.channel_id), user, reply_to=self.outbox.defer(interaction))
         await self._submit(Event("message", f"/{name}", target, chat=chat))
 
     async def _admit(
@@ -236,46 +224,9 @@ class DiscordChannel:
         except DeliveryFailed:
             logger.warning("could not send a pairing code to %s", message.author.id)
 
-    # --- delivery ---
-
     async def _post(self, target: Target, text: str, view: discord.ui.View | None = None) -> discord.Message | None:
-        """Send `text` in parts (the view on the last); the first part answers `target.reply_to`."""
         self._stop_typing(target.conversation)
-        conversation = target.conversation
-        notices = self._undelivered.get(conversation, [])
-        parts = split_message("\n".join(f"({notice})" for notice in notices) + "\n\n" + text if notices else text)
-        interaction = self._interactions.pop(target.reply_to or "", None)
-        part = _Part(self.client.get_partial_messageable(int(conversation)), _reference(target), interaction)
-        sent: discord.Message | None = None
-        for number, text_part in enumerate(parts, start=1):
-            try:
-                sent = await self._send_part(part, text_part, view if number == len(parts) else None)
-            except DeliveryFailed as failure:
-                note = f"a reply could not be delivered here ({failure}); part {number} of {len(parts)} is missing"
-                self._undelivered.setdefault(conversation, []).append(note)
-                logger.error("discord: reply to %s not delivered: %s", conversation, failure)
-                raise
-            if number == 1:
-                self._undelivered.pop(conversation, None)
-                part = _Part(part.channel, None, None)
-        return sent
-
-    async def _send_part(self, part: _Part, text: str, view: discord.ui.View | None) -> discord.Message:
-        """One message, tried again with backoff on a missing permission or a network error (discord.py itself
-        retries 5xx and 429); DeliveryFailed when it never went through."""
-        for tries in range(1, SEND_ATTEMPTS + 1):
-            try:
-                return await part.send(text, view)
-            except discord.Forbidden as exc:
-                failure = f"missing permission: {exc.text or exc.status}"
-            except discord.HTTPException as exc:
-                raise DeliveryFailed(f"HTTP {exc.status}: {exc.text}"[:200]) from exc
-            except (OSError, TimeoutError) as exc:
-                failure = f"network error: {exc}"
-            if tries == SEND_ATTEMPTS:
-                raise DeliveryFailed(failure[:200])
-            await anyio.sleep(BACKOFF_S * 2 ** (tries - 1))
-        raise AssertionError("unreachable")
+        return await self.outbox.post(target, text, view)
 
     async def _withdraw(self, message: discord.Message, buttons: ChoiceButtons) -> None:
         """The question expired or was answered by typing: its buttons go (shielded: we may be cancelled)."""
@@ -304,35 +255,10 @@ class DiscordChannel:
                 await anyio.sleep(TYPING_EVERY_S)
 
 
-@dataclass(frozen=True)
-class _Part:
-    """Where one message goes: the channel, answering a message or completing a deferred slash command."""
-
-    channel: discord.PartialMessageable
-    reference: discord.MessageReference | None
-    interaction: discord.Interaction | None
-
-    async def send(self, text: str, view: discord.ui.View | None) -> discord.Message:
-        options: dict[str, Any] = {} if view is None else {"view": view}
-        if self.interaction is not None and not self.interaction.is_expired():
-            return await self.interaction.followup.send(text, wait=True, **options)
-        if self.reference is not None:
-            options["reference"] = self.reference
-        return await self.channel.send(text, **options)
-
-
 def _where(channel: object, guild_id: int | None, channel_id: int | None = None) -> Where:
     parent = channel.parent_id if isinstance(channel, discord.Thread) else None
     ident = channel_id if channel_id is not None else getattr(channel, "id", 0)
     return Where(str(guild_id) if guild_id else None, str(ident), str(parent) if parent else None)
-
-
-def _reference(target: Target) -> discord.MessageReference | None:
-    if not (target.reply_to or "").isdigit():
-        return None
-    return discord.MessageReference(
-        message_id=int(target.reply_to or 0), channel_id=int(target.conversation), fail_if_not_exists=False
-    )
 
 
 class _Client(discord.Client):

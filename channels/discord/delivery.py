@@ -1,0 +1,108 @@
+"""Outbound messages: a reply in Discord-sized parts, counted as delivered only when Discord confirmed each part.
+
+discord.py's HTTP client already retries 5xx answers and 429s (honouring retry-after); here a missing permission and
+network errors are tried again with backoff. A part that still fails raises `DeliveryFailed`, and the next
+successful send to that conversation starts with a note of what was lost, so nothing is silently claimed as sent.
+The first part answers the triggering message (or completes a deferred slash command).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import discord
+
+from hermitcrab.host.events import Target
+
+from .split import split_message
+
+logger = logging.getLogger(__name__)
+
+SEND_ATTEMPTS = 3
+BACKOFF_S = 0.5
+
+
+class DeliveryFailed(Exception):
+    """A send Discord did not confirm, even after retries: the reply is not delivered (and is never claimed to be)."""
+
+
+class Outbox:
+    """Sends for one client; remembers deferred slash commands and what could not be delivered where."""
+
+    def __init__(self, client: discord.Client) -> None:
+        self.client = client
+        self._interactions: dict[str, discord.Interaction] = {}
+        self._undelivered: dict[str, list[str]] = {}
+
+    def defer(self, interaction: discord.Interaction) -> str:
+        """Keep a deferred slash command; returns the `reply_to` that makes the next reply complete it."""
+        self._interactions = {k: i for k, i in self._interactions.items() if not i.is_expired()}
+        key = f"interaction:{interaction.id}"
+        self._interactions[key] = interaction
+        return key
+
+    async def post(self, target: Target, text: str, view: discord.ui.View | None = None) -> discord.Message | None:
+        """Send `text` in parts (the view on the last); the last message sent, None when there was nothing."""
+        conversation = target.conversation
+        notices = self._undelivered.get(conversation, [])
+        parts = split_message("\n".join(f"({notice})" for notice in notices) + "\n\n" + text if notices else text)
+        interaction = self._interactions.pop(target.reply_to or "", None)
+        part = _Part(self.client.get_partial_messageable(int(conversation)), _reference(target), interaction)
+        sent: discord.Message | None = None
+        for number, text_part in enumerate(parts, start=1):
+            try:
+                sent = await _send(part, text_part, view if number == len(parts) else None)
+            except DeliveryFailed as failure:
+                note = f"a reply could not be delivered here ({failure}); part {number} of {len(parts)} is missing"
+                self._undelivered.setdefault(conversation, []).append(note)
+                logger.error("discord: reply to %s not delivered: %s", conversation, failure)
+                raise
+            if number == 1:
+                self._undelivered.pop(conversation, None)
+                part = _Part(part.channel, None, None)
+        return sent
+
+
+@dataclass(frozen=True)
+class _Part:
+    """Where one message goes: the channel, answering a message or completing a deferred slash command."""
+
+    channel: discord.PartialMessageable
+    reference: discord.MessageReference | None
+    interaction: discord.Interaction | None
+
+    async def send(self, text: str, view: discord.ui.View | None) -> discord.Message:
+        options: dict[str, Any] = {} if view is None else {"view": view}
+        if self.interaction is not None and not self.interaction.is_expired():
+            return await self.interaction.followup.send(text, wait=True, **options)
+        if self.reference is not None:
+            options["reference"] = self.reference
+        return await self.channel.send(text, **options)
+
+
+async def _send(part: _Part, text: str, view: discord.ui.View | None) -> discord.Message:
+    """One message, tried again with backoff on a missing permission or a network error."""
+    for tries in range(1, SEND_ATTEMPTS + 1):
+        try:
+            return await part.send(text, view)
+        except discord.Forbidden as exc:
+            failure = f"missing permission: {exc.text or exc.status}"
+        except discord.HTTPException as exc:
+            raise DeliveryFailed(f"HTTP {exc.status}: {exc.text}"[:200]) from exc
+        except (OSError, TimeoutError) as exc:
+            failure = f"network error: {exc}"
+        if tries == SEND_ATTEMPTS:
+            raise DeliveryFailed(failure[:200])
+        await anyio.sleep(BACKOFF_S * 2 ** (tries - 1))
+    raise AssertionError("unreachable")
+
+
+def _reference(target: Target) -> discord.MessageReference | None:
+    if not (target.reply_to or "").isdigit():
+        return None
+    return discord.MessageReference(
+        message_id=int(target.reply_to or 0), channel_id=int(target.conversation), fail_if_not_exists=False
+    )
