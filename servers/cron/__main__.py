@@ -39,7 +39,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parser().parse_args(argv)
+    flags = parser()
+    args = flags.parse_args(argv)
+    if args.grace_s < 0:
+        flags.error("--grace-s must be 0 or more seconds")
     _, state = default_paths("cron", os.environ)
     try:
         server = build_server(args.state or state, grace_s=args.grace_s)
