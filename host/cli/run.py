@@ -9,15 +9,11 @@ from collections.abc import AsyncIterator
 
 import anyio
 import typer
-from anyio.abc import TaskStatus
 
-from hermitcrab.channels.discord import Access, DiscordChannel, LoginRefused, point_at
-from hermitcrab.channels.pairing import PairingStore
 from hermitcrab.channels.webhook import WebhookChannel
 
 from ..agent import Agent
 from ..config import Settings, load_settings
-from ..errors import ConfigError
 from ..events import Target
 from ..gateway import Gateway
 from ..heartbeat import Heartbeat
@@ -60,19 +56,19 @@ async def serve(settings: Settings) -> None:
             now=agent.now,
         )
         webhook = WebhookChannel(settings.webhook.token, gateway.submit, fallback) if settings.webhook.token else None
-        discord = _discord(settings, gateway)
         async with anyio.create_task_group() as group:
             await group.start(gateway.serve)
             if webhook is not None:
                 gateway.add_channel(webhook)
                 await group.start(webhook.serve, settings.webhook.host, settings.webhook.port)
-            if discord is not None:
-                gateway.add_channel(discord)
-                await group.start(_serve_discord, discord)
+            if token := settings.discord.token:
+                from . import discord_bot  # here, not above: only a `run` with a bot token pays for discord.py
+
+                await discord_bot.start(token, settings, gateway, group)
             if agent.pool is not None and agent.server_events is not None:
                 group.start_soon(relay_server_events, agent.server_events, agent.pool, gateway.submit, fallback)
             group.start_soon(heartbeat.run)
-            _ready(agent, settings, webhook is not None, discord is not None)
+            _ready(agent, settings, webhook is not None, bool(settings.discord.token))
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for signum in signals:
                     logger.warning("%s: finishing the running turn, then stopping", signal.Signals(signum).name)
@@ -91,26 +87,6 @@ async def _stop_now_on_second_signal(signals: AsyncIterator[int], drain: anyio.C
         logger.warning("second stop signal: not waiting for the running turn")
         drain.cancel()
         return
-
-
-def _discord(settings: Settings, gateway: Gateway) -> DiscordChannel | None:
-    """The Discord channel when a bot token is configured; its traffic goes where the overrides say."""
-    config = settings.discord
-    if not config.token:
-        return None
-    point_at(config.api_base, config.gateway_url)
-    access = Access(config.dm_policy, config.allow_from, config.guilds, PairingStore(settings.state / "pairing"))
-    inbox = settings.workspace / "inbox" / "discord"
-    return DiscordChannel(
-        config.token, access, gateway.submit, inbox=inbox, max_text_bytes=config.max_text_attachment_bytes
-    )
-
-
-async def _serve_discord(discord: DiscordChannel, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-    try:
-        await discord.serve(task_status=task_status)
-    except LoginRefused as exc:
-        raise ConfigError(str(exc)) from exc
 
 
 def _ready(agent: Agent, settings: Settings, webhook: bool, discord: bool) -> None:
