@@ -19,6 +19,7 @@ from tests.support.fake_discord import (
     GUILD_ID,
     OWNER,
     STRANGER,
+    THREAD,
     TOKEN,
     FakeDiscord,
     Sent,
@@ -127,23 +128,25 @@ def test_an_unknown_dm_gets_only_a_pairing_code_and_approval_lets_the_user_in(
     assert user_texts(llm) == ["hello again"]
 
 
-def test_a_guild_message_needs_a_mention_and_gets_its_own_session(
+def test_a_guild_message_needs_a_mention_and_its_channel_and_threads_get_their_own_sessions(
     start, discord_api: FakeDiscord, llm: FakeLLM, hermitcrab_home: Path
 ):
     host = start()
-    llm.enqueue(openai_text("Hello, reef!"))
+    llm.enqueue(openai_text("Hello, reef!"), openai_text("Hello, thread!"))
     ignored = discord_api.user_says(OWNER, "anyone here?", guild=True)
     from_a_bot = discord_api.user_says(STRANGER, "beep", guild=True, mention=True, bot=True)
     mentioned = discord_api.user_says(OWNER, "what's up?", guild=True, mention=True)
 
     reply = first_reply(discord_api, mentioned)
+    in_thread = discord_api.user_says(OWNER, "and here?", thread=True, mention=True)
+    assert first_reply(discord_api, in_thread).channel_id == THREAD
     stop(host)
     assert discord_api.replies_to(mentioned) == [reply]
     assert (reply.channel_id, reply.content) == (GUILD_CHANNEL, "Hello, reef!")
     assert discord_api.replies_to(ignored) == discord_api.replies_to(from_a_bot) == []
-    assert user_texts(llm) == ["what's up?"]
+    assert user_texts(llm) == ["what's up?", "and here?"]
     sessions = json.loads((hermitcrab_home / "state" / "sessions" / "sessions.json").read_text())
-    assert f"discord:group:{GUILD_CHANNEL}" in sessions and "main" not in sessions
+    assert set(sessions) == {f"discord:group:{GUILD_CHANNEL}", f"discord:thread:{THREAD}"}
     assert GUILD_CHANNEL in discord_api.typing
 
 

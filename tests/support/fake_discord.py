@@ -31,6 +31,7 @@ from tests.support.fake_llm import free_port
 BOT_ID = "900000000000000001"
 GUILD_ID = "800000000000000001"
 GUILD_CHANNEL = "800000000000000002"
+THREAD = "800000000000000003"
 TOKEN = "fake-bot-token"
 OWNER = "700000000000000001"
 STRANGER = "700000000000000002"
@@ -101,10 +102,12 @@ class FakeDiscord:
         attachments: Sequence[tuple[str, str, bytes]] = (),
         message_id: str | None = None,
         bot: bool = False,
+        thread: bool = False,
     ) -> str:
-        """A user writes in their DM with the bot, or in the guild channel; returns the message id."""
+        """A user writes in their DM with the bot, in the guild channel or in its thread; returns the message id."""
         message_id = message_id or self.snowflake()
-        channel = GUILD_CHANNEL if guild else self.dm_channel(user)
+        guild = guild or thread
+        channel = THREAD if thread else GUILD_CHANNEL if guild else self.dm_channel(user)
         data: Json = {
             "id": message_id,
             "channel_id": channel,
@@ -441,7 +444,25 @@ def _guild() -> Json:
             }
         ],
         "members": [],
-        "threads": [],
+        "threads": [
+            {
+                "id": THREAD,
+                "type": 11,
+                "name": "a thread",
+                "guild_id": GUILD_ID,
+                "parent_id": GUILD_CHANNEL,
+                "owner_id": OWNER,
+                "message_count": 1,
+                "member_count": 1,
+                "rate_limit_per_user": 0,
+                "thread_metadata": {
+                    "archived": False,
+                    "auto_archive_duration": 1440,
+                    "archive_timestamp": _now(),
+                    "locked": False,
+                },
+            }
+        ],
         "emojis": [],
         "stickers": [],
         "features": [],
