@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,18 @@ from typing import Any
 import anyio
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from mcp import Client, StdioServerParameters
+
+ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hermitcrab.host.agent import Agent  # noqa: E402
+from hermitcrab.host.config import AgentSettings, ServerConfig, Settings  # noqa: E402
+from hermitcrab.host.events import Event, Target  # noqa: E402
+from hermitcrab.host.gateway import Gateway  # noqa: E402
+from hermitcrab.host.pool import McpPool, ServerEvent  # noqa: E402
+from hermitcrab.host.providers import Completion, Message, ToolSpec, Usage  # noqa: E402
+from hermitcrab.host.session import SessionStore  # noqa: E402
+from hermitcrab.host.triggers import relay_server_events  # noqa: E402
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -179,18 +193,99 @@ async def bench_plain(jobs: int, duration: float) -> dict[str, Any]:
     }
 
 
+class EchoProvider:
+    """An instant scripted model: every turn is answered at once, so the bench measures the host, not a model."""
+
+    label = "echo"
+
+    async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+        return Completion(Message("assistant", "noted"), Usage(10, 1), model="echo", provider="echo")
+
+
+class CountingChannel:
+    name = "bench"
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    async def send(self, target: Target, text: str) -> None:
+        self.sent += 1
+
+    async def typing(self, target: Target) -> None:
+        return None
+
+
+async def bench_host(jobs: int, duration: float, home: Path) -> dict[str, Any]:
+    """Jobs firing every second through the whole host: pool, relay, gateway, a turn, delivery, ack."""
+    cron = ServerConfig(
+        "cron", command=sys.executable, args=("-m", "hermitcrab.servers.cron", "--state", str(home / "cron"))
+    )
+    settings = Settings(home=home, providers=(), servers=(cron,), agent=AgentSettings())
+    channel = CountingChannel()
+    handled: list[float] = []
+    ids: Counter[str] = Counter()
+    send, receive = anyio.create_memory_object_stream[ServerEvent](10_000)
+    async with McpPool([cron], on_event=send.send) as pool, anyio.create_task_group() as group:
+        gateway = Gateway(
+            Agent(settings, EchoProvider(), pool, SessionStore(home / "sessions")), {"bench": channel}, ask_timeout_s=1
+        )
+
+        async def submit(event: Event) -> None:
+            scheduled = datetime.fromisoformat(str(event.metadata["scheduled_at"]))
+            inner = event.on_done
+
+            async def done(ok: bool) -> None:
+                if ok:
+                    handled.append((datetime.now(UTC) - scheduled).total_seconds())
+                    ids[str(event.metadata["event_id"])] += 1
+                if inner is not None:
+                    await inner(ok)
+
+            await gateway.submit(replace(event, on_done=done))
+
+        await group.start(gateway.serve)
+        group.start_soon(relay_server_events, receive, pool, submit, lambda: Target("bench", "x"))
+        for number in range(jobs):
+            spec = {
+                "name": f"job {number}",
+                "schedule": {"kind": "every", "every_seconds": 1},
+                "payload": {"kind": "system_event", "text": f"tick {number}"},
+                "delivery": {"mode": "announce", "channel": "bench", "to": "x"},
+            }
+            assert not (await pool.call("cron_add", {"job": spec})).is_error
+        started = time.monotonic()
+        await anyio.sleep(duration)
+        elapsed = time.monotonic() - started
+        count = len(handled)
+        waiting = json.loads((await pool.call("cron_status", {})).text).get("pending_events")
+        group.cancel_scope.cancel()
+    return {
+        "jobs": jobs,
+        "events_handled": count,
+        "events_per_s": round(count / elapsed, 1),
+        "fire_to_delivered": percentiles(handled),
+        "duplicates": sum(n - 1 for n in ids.values()),
+        "delivered": channel.sent,
+        "still_waiting": waiting,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--duration", type=float, default=60, help="seconds measured (default 60)")
+    parser.add_argument("--host-jobs", type=int, default=50, help="jobs for the through-the-host run (default 50)")
+    parser.add_argument("--host-duration", type=float, default=20, help="seconds of the through-the-host run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ours = anyio.run(bench_server, args.jobs, args.duration, Path(tmp) / "state")
+    with tempfile.TemporaryDirectory() as tmp:
+        host = anyio.run(bench_host, args.host_jobs, args.host_duration, Path(tmp))
     plain = anyio.run(bench_plain, args.jobs, args.duration)
     report = {"hermitcrab-cron (stdio, store, ack)": ours, "plain APScheduler (in-process)": plain}
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps({**report, "through the host": host}, indent=2))
         return
     print(f"{args.jobs} jobs every 1 s for {args.duration:g} s (targets: p99 < 1000 ms, 0 missed, 0 duplicates)")
     for name, row in report.items():
@@ -203,6 +298,12 @@ def main() -> None:
             line += f"  seen late p50 {seen['p50_ms']:.1f} ms p99 {seen['p99_ms']:.1f} ms  RSS {row['rss_mb']} MB"
             line += f" (peak {row['peak_mb']})  adding took {row['add_s']} s"
         print(line)
+    late = host["fire_to_delivered"]
+    print(
+        f"through the host ({host['jobs']} jobs every 1 s, instant model): {host['events_per_s']} events/s,"
+        f" fired -> delivered p50 {late['p50_ms']} ms p99 {late['p99_ms']} ms, duplicates {host['duplicates']},"
+        f" still waiting at the end {host['still_waiting']}"
+    )
 
 
 if __name__ == "__main__":
