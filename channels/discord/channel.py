@@ -50,10 +50,15 @@ TYPING_EVERY_S = 8.0
 TYPING_MAX_S = 600.0
 SEEN_MESSAGES = 2000
 RECONNECT_S = 5.0
+TOKEN_HELP = "check [discord] token or DISCORD_TOKEN"
+INTENT_HELP = (
+    "Discord refused the connection: turn on the Message Content Intent (Developer Portal → your application → "
+    "Bot → Privileged Gateway Intents)"
+)
 
 
 class LoginRefused(Exception):
-    """Discord refused the bot token."""
+    """Discord refused the bot as configured: a wrong token, or the Message Content Intent not turned on."""
 
 
 def point_at(api_base: str | None, gateway_url: str | None) -> None:
@@ -97,7 +102,11 @@ class DiscordChannel:
                 while True:
                     try:
                         await self.client.connect(reconnect=True)
-                    except (discord.DiscordException, KeyError, TypeError, ValueError):  # a dispatch it choked on
+                    except discord.PrivilegedIntentsRequired:
+                        raise LoginRefused(INTENT_HELP) from None
+                    except (discord.DiscordException, KeyError, TypeError, ValueError) as exc:  # e.g. a bad dispatch
+                        if isinstance(exc, discord.ConnectionClosed) and exc.code == 4004:
+                            raise LoginRefused(f"Discord refused the bot token; {TOKEN_HELP}") from None
                         logger.exception("discord: the connection failed; reconnecting in %g s", RECONNECT_S)
                         await anyio.sleep(RECONNECT_S)
         finally:
@@ -111,8 +120,7 @@ class DiscordChannel:
                 await self.client.login(self._token)
                 return
             except discord.LoginFailure as exc:
-                message = f"Discord refused the bot token ({exc}); check [discord] token or DISCORD_TOKEN"
-                raise LoginRefused(message) from None
+                raise LoginRefused(f"Discord refused the bot token ({exc}); {TOKEN_HELP}") from None
             except (discord.HTTPException, OSError) as exc:
                 logger.warning("discord: cannot log in (%s); trying again in %g s", exc, delay)
                 await anyio.sleep(delay)

@@ -33,5 +33,5 @@ async def start(token: str, settings: Settings, gateway: Gateway, group: TaskGro
 async def _serve(channel: DiscordChannel, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
     try:
         await channel.serve(task_status=task_status)
-    except LoginRefused as exc:
-        raise ConfigError(str(exc)) from exc
+    except* LoginRefused as refused:  # raised at login, or from inside the channel's task group once connecting
+        raise ConfigError(str(refused.exceptions[0])) from None

@@ -297,13 +297,24 @@ def test_commands_work_as_slash_commands_and_as_text_and_attachments_become_cont
     assert BOT_ID not in text
 
 
-def test_a_refused_token_stops_run_with_one_line(discord_api: FakeDiscord, llm: FakeLLM, hermitcrab_home: Path):
+@pytest.mark.parametrize(
+    ("token", "intent", "says"),
+    [("wrong", True, "bot token"), (TOKEN, False, "connection: turn on the Message Content Intent")],
+)
+def test_a_refused_token_or_a_missing_intent_stops_run_with_one_line(
+    discord_api: FakeDiscord, llm: FakeLLM, hermitcrab_home: Path, token: str, intent: bool, says: str
+):
     (hermitcrab_home / "config.toml").write_text(CONFIG)
-    env = {"DISCORD_TOKEN": "wrong", "HERMITCRAB_DISCORD_API_BASE": discord_api.api_base}
+    discord_api.message_content_intent = intent
+    env = {
+        "DISCORD_TOKEN": token,
+        "HERMITCRAB_DISCORD_API_BASE": discord_api.api_base,
+        "HERMITCRAB_DISCORD_GATEWAY_URL": discord_api.gateway_url,
+    }
 
     result = subprocess.run(
         [*CLI, "run"], capture_output=True, text=True, env=cli_env(hermitcrab_home, llm, env), timeout=60, check=False
     )
 
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "error: Discord refused the bot token" in result.stderr and "wrong" not in result.stderr
+    assert f"error: Discord refused the {says}" in result.stderr and "wrong" not in result.stderr

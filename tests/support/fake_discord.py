@@ -36,6 +36,7 @@ TOKEN = "fake-bot-token"
 OWNER = "700000000000000001"
 STRANGER = "700000000000000002"
 API = "/api/v10"
+MESSAGE_CONTENT = 1 << 15
 Json = dict[str, Any]
 
 
@@ -71,6 +72,7 @@ class FakeDiscord:
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _interactions: dict[str, str] = field(default_factory=dict[str, str])
     loop: asyncio.AbstractEventLoop | None = None
+    message_content_intent: bool = True
 
     @property
     def api_base(self) -> str:
@@ -200,6 +202,8 @@ class FakeDiscord:
             op, data = payload["op"], payload.get("d")
             if op == 1:
                 await ws.send_json({"op": 11, "d": None, "s": None, "t": None})
+            elif op == 2 and not self.message_content_intent and data["intents"] & MESSAGE_CONTENT:
+                await ws.close(code=4014, message=b"Disallowed intent(s).")
             elif op == 2:
                 await self._identify(ws)
             elif op == 6:
