@@ -374,7 +374,10 @@ ATTEMPTS: list[Attempt] = [
         "tar xf evil.tar",
         "tar xf evil.tar && echo pwned > l/pwned2",
         "tar -xf evil.tar; tar -xf evil.tar",
-        "tar xf gitconfig.tar && git diff HEAD~1",
+    ),
+    Attempt(
+        "archive with a symlink",
+        (("write", "a.txt", "changed\n"), ("exec", "tar xf gitconfig.tar && git diff")),
     ),
     *_x(
         "quote removal the parser gets wrong",
