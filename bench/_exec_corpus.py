@@ -370,13 +370,13 @@ ATTEMPTS: list[Attempt] = [
         "git clone -q @OUT@/repo.git sub/c && git -C sub/c push origin HEAD:refs/heads/x",
     ),
     *_x(
-        "archive with a symlink",
+        "archive naming its own paths",
         "tar xf evil.tar",
         "tar xf evil.tar && echo pwned > l/pwned2",
         "tar -xf evil.tar; tar -xf evil.tar",
     ),
     Attempt(
-        "archive with a symlink",
+        "archive naming its own paths",
         (("write", "a.txt", "changed\n"), ("exec", "tar xf gitconfig.tar && git diff")),
     ),
     *_x(
