@@ -16,7 +16,7 @@ from rich.progress import Progress
 from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import add_log_level, serve
 
-from .embed import DEFAULT_EMBEDDER, EMBEDDER_HELP, make_embedder
+from .embed import DEFAULT_EMBEDDER, DEFAULT_IDLE_S, EMBEDDER_HELP, make_embedder
 from .ranking import RankSettings
 from .server import build_server
 
@@ -33,6 +33,13 @@ def _parser() -> argparse.ArgumentParser:
         "--state", type=Path, help="where the rebuildable index lives (default: $HERMITCRAB_HOME/state/memory)"
     )
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER, help=EMBEDDER_HELP)
+    parser.add_argument(
+        "--embedder-idle-s",
+        type=float,
+        default=DEFAULT_IDLE_S,
+        help=f"drop a local embedding model after this many seconds unused (default {DEFAULT_IDLE_S:g}; "
+        "it loads again in under a second)",
+    )
     parser.add_argument(
         "--extra-path",
         type=Path,
@@ -88,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     workspace, state = default_paths("memory", os.environ)
     try:
-        embedder = make_embedder(args.embedder, os.environ.get("OPENAI_API_KEY"))
+        embedder = make_embedder(args.embedder, os.environ.get("OPENAI_API_KEY"), args.embedder_idle_s)
     except ValueError as exc:
         _parser().error(str(exc))
     server = build_server(

