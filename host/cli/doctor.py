@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from dataclasses import dataclass
 
 import anyio
@@ -59,9 +60,7 @@ async def run_checks(settings: Settings) -> list[Check]:
         for profile in settings.providers:
             checks.append(await _provider_check(client, profile))
     checks.extend(await _server_checks(settings))
-    checks.append(
-        _optional_tool("bwrap", "exec sandbox", "apt-get install bubblewrap (commands run unsandboxed without it)")
-    )
+    checks.append(_sandbox_check())
     checks.append(_optional_tool("chromium", "browser", "apt-get install chromium (needed by the browser server)"))
     return checks
 
@@ -134,6 +133,32 @@ def _server_check(handle: ServerHandle) -> Check:
         False,
         f"did not start: {error}; {fix}. A running host stops restarting a server after "
         f"{MAX_SAME_FAILURES} identical failures (see /status).",
+    )
+
+
+def _sandbox_check() -> Check:
+    """Whether bubblewrap can make the exec server's sandbox here (it needs user namespaces)."""
+    bwrap = shutil.which("bwrap")
+    problem = "bubblewrap is not installed" if bwrap is None else None
+    if bwrap is not None:
+        try:
+            probe = subprocess.run(
+                [bwrap, "--unshare-user", "--ro-bind", "/", "/", "true"], capture_output=True, text=True, timeout=10
+            )
+            if probe.returncode != 0:
+                problem = f"bubblewrap cannot start here: {probe.stderr.strip()[:120] or probe.returncode}"
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            problem = f"bubblewrap cannot start here: {exc}"
+    if problem is None:
+        return Check("exec sandbox", "bwrap", True, f"{bwrap}: commands run in a sandbox", fatal=False)
+    return Check(
+        "exec sandbox",
+        "bwrap",
+        False,
+        f"no sandbox ({problem}): commands run with the server's own rights and the fail-closed policy is the only "
+        "line of defence; install bubblewrap (apt-get install bubblewrap), or on macOS run the server under "
+        "sandbox-exec",
+        fatal=False,
     )
 
 

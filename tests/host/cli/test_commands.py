@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import tomllib
 from pathlib import Path
@@ -16,6 +17,13 @@ from hermitcrab.host.persona import BOOTSTRAP_ORDER
 from tests.support.fake_llm import running_fake_llm
 
 runner = CliRunner()
+
+
+def flowing(output: str) -> str:
+    """Doctor's table as one line of words: its cells wrap at any width."""
+    return " ".join(re.sub("[│┃]", " ", output).split())
+
+
 TEST_SERVER = str(Path(__file__).parents[2] / "support" / "mcp_test_server.py")
 
 
@@ -88,8 +96,7 @@ def test_doctor_checks_provider_and_servers(hermitcrab_home: Path, monkeypatch: 
     assert "answered HTTP 200" in result.output
     assert "kit" in result.output and "tools: echo" in result.output
     assert "did not start" in result.output and "No such file" in result.output
-    flowing = " ".join(re.sub("[│┃]", " ", result.output).split())  # table cells wrap at any width
-    assert "fix: install '/nonexistent/server' or correct its `command` path" in flowing
+    assert "fix: install '/nonexistent/server' or correct its `command` path" in flowing(result.output)
 
 
 def test_doctor_without_provider_fails_with_guidance(hermitcrab_home: Path):
@@ -114,3 +121,19 @@ def test_doctor_names_an_unknown_key_and_the_fix(hermitcrab_home: Path):
     assert "agent.timezone: unknown time zone 'Mars/Olympus'" in result.output
     assert "agent.max_iteration: unknown key (did you mean 'max_iterations'?)" in result.output
     assert "fix: correct the key" in result.output
+
+
+def test_doctor_says_plainly_when_exec_has_no_sandbox(hermitcrab_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap to be found
+
+    result = runner.invoke(app, ["doctor"], env={"COLUMNS": "400"})
+
+    assert "no sandbox (bubblewrap is not installed)" in flowing(result.output)
+    assert "the fail-closed policy is the only line of defence" in flowing(result.output)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is installed by scripts/test")
+def test_doctor_confirms_the_sandbox_where_bubblewrap_works(hermitcrab_home: Path):
+    result = runner.invoke(app, ["doctor"], env={"COLUMNS": "400"})
+
+    assert "commands run in a sandbox" in flowing(result.output)
