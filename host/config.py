@@ -163,6 +163,16 @@ class DiscordSettings:
 
 
 @dataclass(frozen=True)
+class SkillSettings:
+    """Where skills are found besides the workspace, and the environment their requirements are checked against."""
+
+    user_dir: Path | None = None
+    extra_dirs: tuple[Path, ...] = ()
+    prompt_chars: int = 3_000
+    environ: Mapping[str, str] = field(default_factory=dict[str, str], repr=False)
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the host needs, resolved once at start-up."""
 
@@ -174,6 +184,7 @@ class Settings:
     webhook: WebhookSettings = WebhookSettings()
     discord: DiscordSettings = DiscordSettings()
     dm_scope: DmScope = "main"
+    skills: SkillSettings = SkillSettings()
 
     @property
     def config_file(self) -> Path:
@@ -186,6 +197,18 @@ class Settings:
     @property
     def state(self) -> Path:
         return self.home / "state"
+
+    @property
+    def skill_dirs(self) -> list[Path]:
+        """Where skills are looked for, highest precedence first."""
+        workspace, user = self.workspace, [self.skills.user_dir] if self.skills.user_dir else []
+        return [
+            workspace / "skills",
+            workspace / ".agents" / "skills",
+            *user,
+            self.home / "skills",
+            *self.skills.extra_dirs,
+        ]
 
     def require_provider(self) -> tuple[ProviderProfile, ...]:
         if not self.providers:
@@ -313,6 +336,13 @@ class _RoutingEntry(BaseModel):
     dm_scope: DmScope = "main"
 
 
+class _SkillsEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    extra_dirs: list[str] = []
+    prompt_chars: int = Field(default=3_000, ge=0)
+
+
 class _AgentEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -336,6 +366,7 @@ class _ConfigFile(BaseModel):
     webhook: _WebhookEntry = _WebhookEntry()
     discord: _DiscordEntry = _DiscordEntry()
     routing: _RoutingEntry = _RoutingEntry()
+    skills: _SkillsEntry = _SkillsEntry()
     providers: list[_ProviderEntry] = []
     mcpServers: dict[str, _ServerEntry] = {}
 
@@ -368,7 +399,15 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
         webhook=_webhook(config.webhook, env),
         discord=_discord(config.discord, env),
         dm_scope=config.routing.dm_scope,
+        skills=_skills(config.skills, home, env),
     )
+
+
+def _skills(entry: _SkillsEntry, home: Path, env: Mapping[str, str]) -> SkillSettings:
+    """`~/.agents/skills` of the user running the host; extra directories relative to the home."""
+    user_home = Path(env.get("HOME") or Path.home())
+    extra = tuple(home / Path(d).expanduser() for d in entry.extra_dirs)
+    return SkillSettings(user_home / ".agents" / "skills", extra, entry.prompt_chars, dict(env))
 
 
 def _agent(entry: _AgentEntry, providers: tuple[ProviderProfile, ...], env: Mapping[str, str]) -> AgentSettings:
