@@ -73,6 +73,7 @@ class ServerHandle:
     ) -> None:
         self.config = config
         self.tools: list[types.Tool] = []
+        self.prompts: list[types.Prompt] = []
         self.last_error: str | None = None
         self.restarts = 0
         self.same_failures = 0
@@ -105,6 +106,7 @@ class ServerHandle:
             try:
                 async with self._connect() as client:
                     await self._load_tools(client)
+                    await self._load_prompts(client)
                     self._dead = anyio.Event()
                     await self._watch(client)
                     self._mark_down()
@@ -167,6 +169,11 @@ class ServerHandle:
             result = await (await self._connected()).read_resource(uri)
         return "\n".join(getattr(item, "text", "") for item in result.contents)
 
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        """One of this server's prompts filled in with `arguments` (a `/<server>:<prompt>` command)."""
+        with anyio.fail_after(self.config.timeout_s):
+            return await (await self._connected()).get_prompt(name, arguments)
+
     async def _connected(self) -> Client:
         """The live client, once (re)started; callers bound the wait with their own timeout."""
         await self._ready.wait()
@@ -219,6 +226,18 @@ class ServerHandle:
             if cursor is None:
                 break
         self.tools = [tool for tool in tools if self.config.allows(tool.name)]
+
+    async def _load_prompts(self, client: Client) -> None:
+        """The server's prompts, offered as `/<server>:<prompt>` commands; none when it has no prompts capability."""
+        prompts: list[types.Prompt] = []
+        cursor: str | None = None
+        while client.server_capabilities.prompts is not None:
+            page = await client.list_prompts(cursor=cursor)
+            prompts.extend(page.prompts)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self.prompts = prompts
 
     async def _watch(self, client: Client) -> None:
         """Return when the connection is lost: a listen stream that drops, a failed probe, or a failed call."""
