@@ -16,16 +16,19 @@ from .context import ContextKeeper
 from .events import Event
 from .flush import FlushTarget
 from .host_tools import Conversation, HostToolbox
+from .invocation import invoke
 from .loop import Activity, TurnResult, run_turn
 from .persona import PersonaFile, load_persona, render_persona
 from .pool import McpPool, ServerEvent
-from .providers.base import Provider
+from .providers.base import Provider, Usage
 from .session import Session, SessionStore
+from .skills import Catalog, discover, prompt_section
 from .subagents import Subagent, running_subagents, runtime_fact
 
 SYSTEM_TEMPLATE = files("hermitcrab.host").joinpath("system_prompt.md").read_text(encoding="utf-8")
 
 Clock = Callable[[], dt.datetime]
+UNKNOWN_DISPLAY = "not known to the host: plain text of moderate length is safest"
 
 
 @dataclass
@@ -49,7 +52,19 @@ class Agent:
         """The bootstrap files as they would be injected now into this session."""
         return load_persona(self.settings.workspace, today=self.now().date(), main_session=session_key == "main")
 
-    def system_prompt(self, event: Event, toolbox: HostToolbox, subagents: Sequence[Subagent] = ()) -> str:
+    def skills(self) -> Catalog:
+        """The skills found now, their requirements checked against the environment and the servers' tools."""
+        routes = self.pool.routes() if self.pool else {}
+        tools = {*routes, *(route.tool for route in routes.values())}
+        return discover(self.settings.skill_dirs, self.settings.skills.environ, tools)
+
+    def system_prompt(
+        self,
+        event: Event,
+        toolbox: HostToolbox,
+        subagents: Sequence[Subagent] = (),
+        display: str | None = None,
+    ) -> str:
         now = self.now()
         persona = self.persona(event.session_key)
         self.last_persona[event.session_key] = persona
@@ -57,26 +72,37 @@ class Agent:
             now=now.strftime("%A %Y-%m-%d %H:%M"),
             timezone=now.tzname() or "local time",
             channel=event.target.channel,
+            display=display or UNKNOWN_DISPLAY,
             session=event.session_key,
             user=_sender(event),
             tools=", ".join(spec.name for spec in toolbox.specs()),
             subagents=runtime_fact(list(subagents)),
+            skills=prompt_section(toolbox.skills, self.settings.skills.prompt_chars),
             persona=render_persona(persona),
         )
 
     def session(self, key: str) -> Session:
         return self.store.open(key)
 
-    async def respond(self, event: Event, conversation: Conversation, on_tool: Activity | None = None) -> TurnResult:
-        toolbox = HostToolbox(self.pool, conversation, event.session_key)
+    async def respond(
+        self, event: Event, conversation: Conversation, on_tool: Activity | None = None, display: str | None = None
+    ) -> TurnResult:
+        """Run one turn; `/<skill>` and `/<server>:<prompt>` messages run the workflow they name (`invocation.py`).
+
+        `display` is what the event's channel can show, told to the model so replies fit it."""
+        catalog = self.skills()
+        invoked = await invoke(event.text, catalog, self.pool, event.session_key) if event.kind == "message" else None
+        if invoked is not None and invoked.reply is not None:
+            return TurnResult(invoked.reply, Usage(), 0, 0)
+        toolbox = HostToolbox(self.pool, conversation, event.session_key, catalog)
         subagents = await running_subagents(self.pool, event.session_key)
         session = self.session(event.session_key)
         result = await run_turn(
             provider=self.provider,
             toolbox=toolbox,
             session=session,
-            system=self.system_prompt(event, toolbox, subagents),
-            user_text=event.text,
+            system=self.system_prompt(event, toolbox, subagents, display),
+            user_text=invoked.message if invoked is not None and invoked.message else event.text,
             settings=self.settings.agent,
             on_tool=on_tool,
             flush_target=self.flush_target(),
@@ -89,7 +115,7 @@ class Agent:
 
     async def compact(self, event: Event, conversation: Conversation) -> tuple[Compacted, list[str]]:
         """`/compact`: the memory flush, then compaction of the event's session; what it did and what to tell."""
-        toolbox = HostToolbox(self.pool, conversation, event.session_key)
+        toolbox = HostToolbox(self.pool, conversation, event.session_key, self.skills())
         session = self.session(event.session_key)
         system = self.system_prompt(event, toolbox)
         keeper = ContextKeeper(session, self.provider, toolbox, system, self.settings.agent, self.flush_target())

@@ -148,7 +148,9 @@ class Gateway:
             if channel is not None:
                 await channel.typing(event.target)
             try:
-                result = await self.agent.respond(event, BoundConversation(self, event.target), self.on_tool)
+                conversation = BoundConversation(self, event.target)
+                display = getattr(channel, "display", None)  # what the channel can show, when it says
+                result = await self.agent.respond(event, conversation, self.on_tool, display)
             finally:
                 if (idle := getattr(channel, "idle", None)) is not None:
                     await idle(event.target)

@@ -1,4 +1,5 @@
-"""The host's only built-in tools, `ask_user` and `message`, which act on the conversation itself."""
+"""The host's built-in tools: `ask_user` and `message`, which act on the conversation itself, and `skill`, which
+reads the host's own prompt material (skill_tool.py says why it cannot live in a server)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ from typing import Any, Protocol, cast
 from .elicitation import current_asker
 from .pool import McpPool, ToolOutcome
 from .providers.base import ToolSpec
+from .skill_tool import SKILL
+from .skill_tool import read as read_skill
+from .skills import Catalog
 
 ASK_USER = ToolSpec(
     "ask_user",
-    "Ask the user a question and wait for the answer. Use it when you cannot go on without a decision or a "
-    "missing fact; do not use it for small talk. Returns the user's answer, or says that none came in time.",
+    "Ask the user a question and wait for the answer. When a decision depends on something you do not know "
+    "(which file, which account, how far to go), ask instead of guessing; not for small talk. Returns the "
+    "user's answer, or says that none came in time.",
     {
         "type": "object",
         "properties": {
@@ -47,18 +52,25 @@ class Conversation(Protocol):
 
 
 class HostToolbox:
-    """MCP tools from the pool plus `ask_user` and `message`, bound to one conversation and its session."""
+    """MCP tools from the pool plus `ask_user` and `message` (and `skill` when there are skills), bound to one
+    conversation and its session."""
 
-    def __init__(self, pool: McpPool | None, conversation: Conversation, session_key: str = "main") -> None:
+    def __init__(
+        self, pool: McpPool | None, conversation: Conversation, session_key: str = "main", skills: Catalog | None = None
+    ) -> None:
         self.pool = pool
         self.conversation = conversation
         self.session_key = session_key
+        self.skills = skills or Catalog()
 
     def specs(self) -> list[ToolSpec]:
         mcp_specs = self.pool.tool_specs() if self.pool else []
-        return [*(spec for spec in mcp_specs if spec.name not in {"ask_user", "message"}), ASK_USER, MESSAGE]
+        own = [ASK_USER, MESSAGE, *([SKILL] if self.skills.skills else [])]
+        return [*(spec for spec in mcp_specs if spec.name not in {s.name for s in own}), *own]
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        if name == SKILL.name and self.skills.skills:
+            return read_skill(self.skills, arguments)
         if name == ASK_USER.name:
             return await self._ask_user(arguments)
         if name == MESSAGE.name:
