@@ -17,6 +17,7 @@ class TerminalChannel:
     """Prints replies as Markdown; `hermitcrab chat` reads the user's lines and submits them as events."""
 
     name = "terminal"
+    display = "a terminal: long output, Markdown, tables and code blocks all render fine"
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console()

@@ -77,6 +77,7 @@ class WebhookChannel:
     """Serves the hook endpoints and delivers replies to callback URLs."""
 
     name = "webhook"
+    display = "nothing to a person: the reply is POSTed as JSON text to a program; plain text, no chat chatter"
 
     def __init__(self, token: str, submit: Submit, fallback: Fallback) -> None:
         self._token = token

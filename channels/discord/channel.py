@@ -74,6 +74,10 @@ class DiscordChannel:
     """A Discord bot as a hermitcrab channel; `serve` runs it inside `hermitcrab run`."""
 
     name = "discord"
+    display = (
+        "Discord messages: at most 2,000 characters each (longer replies are split), Markdown without tables "
+        "or headings, often read on a phone; keep replies short and lists narrow"
+    )
 
     def __init__(self, token: str, access: Access, submit: Submit, *, inbox: Path, max_text_bytes: int) -> None:
         self._token = token

@@ -22,6 +22,7 @@ class CliChannel:
     """Messages and questions go to stderr so stdout carries only the final reply; answers come from stdin."""
 
     name = "cli"
+    display = "a command line: the reply is printed on stdout, where a person or a script reads it; plain text"
 
     async def send(self, target: Target, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
