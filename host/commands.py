@@ -1,4 +1,6 @@
-"""Slash commands that work in every channel: /new, /reset, /status, /context, /help."""
+"""Slash commands that work in every channel: /new, /reset, /status, /context, /compact, /skills, /help.
+
+`/<skill>` and `/<server>:<prompt>` are not here: they run turns (invocation.py, through `Agent.respond`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from .capture import capture
 from .compaction import Budget
 from .events import Event
 from .flush import Unattended
+from .invocation import prompt_usage
 from .pool import ServerHandle
+from .skills import report
 from .subagents import running_subagents
 
 Command = Callable[[Agent, Event], Awaitable[str]]
@@ -73,8 +77,20 @@ async def compact_now(agent: Agent, event: Event) -> str:
     return "\n\n".join([said, *notices])
 
 
+async def skills(agent: Agent, event: Event) -> str:
+    """The skills offered and those left out (with why), then the servers' prompts as commands."""
+    handles = agent.pool.handles.values() if agent.pool else []
+    prompts = [
+        f"- {prompt_usage(h.config.name, p)}: {p.description or p.title or ''}" for h in handles for p in h.prompts
+    ]
+    listed = f"\nMCP prompts ({len(prompts)}):\n" + "\n".join(prompts) if prompts else ""
+    return report(agent.skills()) + listed
+
+
 async def help_text(agent: Agent, event: Event) -> str:
-    return "Commands: " + ", ".join(sorted(COMMANDS))
+    names = [f"/{skill.name}" for skill in agent.skills().skills if skill.user_invocable]
+    extra = f"; skills: {', '.join(names)}" if names else ""
+    return "Commands: " + ", ".join(sorted(COMMANDS)) + extra + " (/skills lists skills and MCP prompts)"
 
 
 COMMANDS: dict[str, Command] = {
@@ -83,6 +99,7 @@ COMMANDS: dict[str, Command] = {
     "/status": status,
     "/context": context,
     "/compact": compact_now,
+    "/skills": skills,
     "/help": help_text,
 }
 

@@ -223,3 +223,20 @@ def _strings(value: object) -> tuple[str, ...]:
     if isinstance(value, list):
         return tuple(str(item) for item in cast(list[object], value))
     return ()
+
+
+def report(catalog: Catalog) -> str:
+    """What `/skills`, `hermitcrab skills` and `doctor` say: the skills offered, and those left out with why."""
+    lines = [f"Skills ({len(catalog.skills)}):" if catalog.skills else "Skills: none found."]
+    for skill in catalog.skills:
+        usage = f"/{skill.name} {skill.argument_hint}".rstrip() if skill.user_invocable else "not a command"
+        notes = [
+            usage,
+            *(["runs as a sub-agent"] if skill.fork else []),
+            *([] if skill.model_invocable else ["only by command"]),
+        ]
+        lines.append(f"- {skill.name}: {skill.description} [{'; '.join(notes)}] ({skill.file})")
+    if catalog.left_out:
+        lines.append(f"Left out ({len(catalog.left_out)}):")
+        lines += [f"- {item.name} ({item.path}): {item.reason}" for item in catalog.left_out]
+    return "\n".join(lines)
