@@ -22,7 +22,7 @@ from .persona import PersonaFile, load_persona, render_persona
 from .pool import McpPool, ServerEvent
 from .providers.base import Provider, Usage
 from .session import Session, SessionStore
-from .skills import Catalog, discover, prompt_section
+from .skills import Catalog, discover, pool_tools, prompt_section
 from .subagents import Subagent, running_subagents, runtime_fact
 
 SYSTEM_TEMPLATE = files("hermitcrab.host").joinpath("system_prompt.md").read_text(encoding="utf-8")
@@ -54,9 +54,7 @@ class Agent:
 
     def skills(self) -> Catalog:
         """The skills found now, their requirements checked against the environment and the servers' tools."""
-        routes = self.pool.routes() if self.pool else {}
-        tools = {*routes, *(route.tool for route in routes.values())}
-        return discover(self.settings.skill_dirs, self.settings.skills.environ, tools)
+        return discover(self.settings.skill_dirs, self.settings.skills.environ, pool_tools(self.pool))
 
     def system_prompt(
         self,

@@ -18,6 +18,8 @@ from typing import Any, cast
 
 import yaml
 
+from .pool import McpPool
+
 SKILL_FILE = "SKILL.md"
 MAX_DESCRIPTION_CHARS = 1_024
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -121,6 +123,12 @@ def discover(dirs: Sequence[Path], environ: Mapping[str, str], tools: Collection
             else:
                 skills.append(skill)
     return Catalog(tuple(skills), tuple(left_out))
+
+
+def pool_tools(pool: McpPool | None) -> set[str]:
+    """The tool names a requirement may use: as the model sees them and as their servers name them."""
+    routes = pool.routes() if pool else {}
+    return {*routes, *(route.tool for route in routes.values())}
 
 
 def needs_tools(dirs: Sequence[Path]) -> bool:

@@ -16,6 +16,7 @@ from ..config import ProviderProfile, Settings, load_settings
 from ..errors import ConfigError
 from ..persona import BOOTSTRAP_ORDER
 from ..pool import MAX_SAME_FAILURES, McpPool, ServerHandle
+from ..skills import discover, pool_tools
 from .options import McpConfigOption
 
 console = Console()
@@ -110,12 +111,24 @@ async def _provider_check(client: httpx.AsyncClient, profile: ProviderProfile) -
 
 async def _server_checks(settings: Settings) -> list[Check]:
     if not settings.servers:
-        return [Check("mcp", "servers", False, "no mcpServers configured: the agent has no tools", fatal=False)]
+        none = Check("mcp", "servers", False, "no mcpServers configured: the agent has no tools", fatal=False)
+        return [none, *_skill_checks(settings, set())]
     logs = settings.state / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with (logs / "doctor-servers.log").open("w", encoding="utf-8") as errlog:
         async with McpPool(settings.servers, startup_timeout_s=30, errlog=errlog) as pool:
-            return [_server_check(handle) for handle in pool.handles.values()]
+            servers = [_server_check(handle) for handle in pool.handles.values()]
+            return [*servers, *_skill_checks(settings, pool_tools(pool))]
+
+
+def _skill_checks(settings: Settings, tools: set[str]) -> list[Check]:
+    """The skills offered, and one warning per skill left out, saying why (a missing binary, variable, tool)."""
+    catalog = discover(settings.skill_dirs, settings.skills.environ, tools)
+    offered = ", ".join(skill.name for skill in catalog.skills) or "none found"
+    checks = [Check("skills", "offered", True, offered, fatal=False)]
+    for item in catalog.left_out:
+        checks.append(Check("skills", item.name, False, f"left out: {item.reason} ({item.path})", fatal=False))
+    return checks
 
 
 def _server_check(handle: ServerHandle) -> Check:
