@@ -1,4 +1,5 @@
-"""`hermitcrab init`: create the home, copy persona templates (never overwriting) and write config.toml."""
+"""`hermitcrab init`: create the home, copy persona templates and an example skill (never overwriting), write
+config.toml."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import os
 import secrets
 from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import typer
@@ -15,6 +17,7 @@ from ..config import home_dir
 from .servers import OWN_SERVERS, server_entry
 
 console = Console()
+EXAMPLE_SKILL = "skills/daily-brief/SKILL.md"
 
 
 def init() -> None:
@@ -23,15 +26,11 @@ def init() -> None:
     workspace = home / "workspace"
     (workspace / "memory").mkdir(parents=True, exist_ok=True)
     (home / "state").mkdir(parents=True, exist_ok=True)
-    for template in sorted(files("hermitcrab.workspace").iterdir(), key=lambda t: t.name):
-        if not template.name.endswith(".md"):
-            continue
-        target = workspace / template.name
-        if target.exists():
-            console.print(f"[dim]kept[/dim]    {target}")
-            continue
-        target.write_text(template.read_text(encoding="utf-8"), encoding="utf-8")
-        console.print(f"[green]created[/green] {target}")
+    templates = files("hermitcrab.workspace")
+    for template in sorted(templates.iterdir(), key=lambda t: t.name):
+        if template.name.endswith(".md"):
+            _copy(template, workspace / template.name)
+    _copy(templates.joinpath(EXAMPLE_SKILL), workspace / EXAMPLE_SKILL)
     config = home / "config.toml"
     if config.exists():
         console.print(f"[dim]kept[/dim]    {config}")
@@ -43,6 +42,15 @@ def init() -> None:
         "\nNext: set a provider (e.g. [bold]export OPENAI_API_KEY=...[/bold]), run [bold]hermitcrab doctor[/bold], "
         "then [bold]hermitcrab chat[/bold]."
     )
+
+
+def _copy(template: Traversable, target: Path) -> None:
+    if target.exists():
+        console.print(f"[dim]kept[/dim]    {target}")
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(template.read_text(encoding="utf-8"), encoding="utf-8")
+    console.print(f"[green]created[/green] {target}")
 
 
 def render_config(home: Path) -> str:
