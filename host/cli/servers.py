@@ -28,7 +28,7 @@ def server_entry(name: str, home: Path) -> dict[str, str | list[str]]:
     workspace, state = str(home / "workspace"), ["--state", str(home / "state" / name)]
     args = {
         "memory": ["--workspace", workspace, *state],
-        "exec": ["--root", workspace, *state],
+        "exec": ["--root", workspace, *state, "--risk-tiers"],  # asks before changes, every time before deletes
         "browser": ["--root", workspace, *state],  # uploads come only from the workspace
         "cron": state,
         # the agent runtime is this host's own `subagent` command, pinned to this home like the servers

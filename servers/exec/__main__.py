@@ -56,6 +56,12 @@ def parser() -> argparse.ArgumentParser:
         help="when to ask the user through MCP elicitation (default on-miss)",
     )
     p.add_argument(
+        "--risk-tiers",
+        action="store_true",
+        help="ask before changes (writes, installs, config) with the plan, and every time before deleting, writing "
+        "outside the roots or escalating privileges; on top of the allowlist",
+    )
+    p.add_argument(
         "--approval-timeout",
         type=float,
         default=120.0,
@@ -97,6 +103,7 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "sandbox": args.sandbox,
         "network": args.network and not args.no_network,
         "limits": Limits(memory_mb=args.memory_mb),
+        "risk_tiers": args.risk_tiers,
     }
 
 

@@ -134,7 +134,9 @@ def approval_message(command: str, workdir: str, verdict: Verdict | None, always
         lines.append("Needs approval because:")
         lines += [f"- {m.reason}" for m in verdict.misses]
         binaries = verdict.fixable_binaries
-        if binaries is not None:
+        if always_ask:
+            lines.append("Asked every time: the answer is not remembered.")
+        elif binaries is not None:
             lines.append("Allow always adds to the allowlist: " + ", ".join(sorted(binaries)))
         else:
             lines.append("Allow always remembers this exact command.")

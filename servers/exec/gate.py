@@ -21,6 +21,7 @@ from . import approvals
 from .approvals import ApprovalForm, ApprovalStore, Deadlines, OnceForm, Ruling
 from .files import Files
 from .policy import Checker, Policy, Verdict
+from .tiers import RiskTiers
 
 _MAX_CHECKED = 256
 
@@ -33,12 +34,14 @@ class Gate:
         store: ApprovalStore,
         files: Files,
         running: Callable[[], list[str]] = list,
+        tiers: RiskTiers | None = None,
     ) -> None:
         self.policy = policy
         self.checker = checker
         self.store = store
         self.files = files
         self.running = running  # command lines still running: a `git checkout` there may be making symlinks
+        self.tiers = tiers  # --risk-tiers: changing steps are asked about, dangerous ones every time (tiers.py)
         self.deadlines = Deadlines()
         # question key -> (workdir, verdict) from `resolve`, reused by `decide` in the same call: the command runs
         # in the directory the policy checked, and allow-always remembers what the user was shown.
@@ -53,7 +56,8 @@ class Gate:
         return path
 
     def verdict(self, command: str, workdir: Path, env: Mapping[str, str] | None) -> Verdict:
-        return self.checker.check(command, workdir, env, approved=self.store.binaries, running=self.running())
+        verdict = self.checker.check(command, workdir, env, approved=self.store.binaries, running=self.running())
+        return verdict if self.tiers is None else self.tiers.apply(verdict, command, workdir)
 
     async def resolve(
         self, command: str, workdir: str | None, env: dict[str, str] | None, ctx: Context[Any, Any]
@@ -75,7 +79,7 @@ class Gate:
             named = "`" in verdict.refusal  # the policy already quoted the offending segment
             reason = verdict.refusal if named else f"`{_short(command)}`: {verdict.refusal}"
             return Ruling(decision="refused", reason=reason + ".")
-        always = self.policy.ask == "always"
+        always = self.policy.ask == "always" or RiskTiers.every_time(verdict)
         if not always and (verdict.allowed or command in self.store.commands):
             return Ruling(decision="allowed")
         if self.policy.ask == "off":

@@ -29,6 +29,7 @@ from .policy import Checker, Policy
 from .processes import ExecResult, LogSlice, ProcessTable, SessionList
 from .runner import Job, Limits, Spec
 from .sandbox import SandboxMode, detect, secret_paths
+from .tiers import RiskTiers
 
 MAX_WAIT_MS = 50_000  # every wait a call can ask for ends inside an MCP host's usual 60 s call timeout
 MAX_COMMAND_CHARS = 100_000  # bash gets the command as one argument, which Linux caps at 128 KiB
@@ -64,6 +65,7 @@ def build_server(
     network: bool = False,
     limits: Limits | None = None,
     environ: Mapping[str, str] | None = None,
+    risk_tiers: bool = False,
 ) -> MCPServer:
     """Build the exec server (the default workspace is created; given `roots` must be directories already).
 
@@ -99,7 +101,8 @@ def build_server(
     )
     files = Files(roots, protected=[state], hidden=hidden)
     table = ProcessTable()
-    gate = Gate(policy, checker, ApprovalStore(state / "approvals.json"), files, table.commands_running)
+    tiers = RiskTiers(roots, home) if risk_tiers else None
+    gate = Gate(policy, checker, ApprovalStore(state / "approvals.json"), files, table.commands_running, tiers)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncGenerator[None]:
@@ -235,6 +238,7 @@ def build_server(
             {
                 "security": policy.security,
                 "ask": policy.ask,
+                "risk_tiers": risk_tiers,
                 "allow": sorted(checker.allowlist.paths),
                 "approved": {"binaries": sorted(gate.store.binaries), "commands": sorted(gate.store.commands)},
                 "approval_timeout_s": policy.approval_timeout_s,
