@@ -48,8 +48,8 @@ def _problem(detail: Any) -> str:
     if kind == "too_long":
         count = context.get("actual_length", len(given))
         return f"`{name}` has too many items ({count:,}; the limit is {context['max_length']:,})"
-    message = str(detail["msg"])
-    message = message[:1].lower() + message[1:]
+    message = str(detail["msg"])  # may quote the whole input (a union's tag), so it is cut like one
+    message = message[:1].lower() + (message[1:] if len(message) <= QUOTE_CHARS else message[1:QUOTE_CHARS] + "\u2026")
     if isinstance(given, str | int | float | bool):
         return f"`{name}`: {message}, got {quote(given, 60)}"
     return f"`{name}`: {message}"

@@ -19,6 +19,8 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from hermitcrab.servers._common.arguments import quote
+
 _ALIASES = {
     "@yearly": "0 0 1 1 *",
     "@annually": "0 0 1 1 *",
@@ -41,10 +43,10 @@ def zone(name: str) -> ZoneInfo:
     """The IANA zone `name`; an unknown name raises ScheduleError suggesting the nearest valid ones."""
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        close = difflib.get_close_matches(name, sorted(available_timezones()), n=3, cutoff=0.6)
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long to be a file name
+        close = [] if len(name) > 100 else difflib.get_close_matches(name, sorted(available_timezones()), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else " such as Europe/Berlin or America/New_York"
-        raise ScheduleError(f"unknown time zone {name!r}: use an IANA name{hint}") from None
+        raise ScheduleError(f"unknown time zone {quote(name, 80)}: use an IANA name{hint}") from None
 
 
 def _day_number(token: str) -> int:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp import Client
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from hermitcrab.servers._common.arguments import quote
 from hermitcrab.servers._common.server import GuardedServer
@@ -52,6 +52,28 @@ async def test_crashes_are_described_without_their_details():
         bug = await error_of(client, name="bug")
     assert os_error.startswith("lookup failed: a path or one of its names is too long") and "secret" not in os_error
     assert bug.startswith("lookup failed with an internal error (KeyError)") and "internal detail" not in bug
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+
+
+async def test_a_message_quoting_the_input_is_cut_too():
+    server = GuardedServer("tagged")
+
+    @server.tool()
+    def adopt(pet: Annotated[Cat | Dog, Field(discriminator="kind")]) -> str:
+        """A tagged union, whose error message quotes the tag it got."""
+        return pet.kind
+
+    async with Client(server) as client:
+        result = await client.call_tool("adopt", {"pet": {"kind": "x" * 10_000_000}})
+    text = result.content[0].text  # type: ignore[union-attr]  # an error result carries one text block
+    assert result.is_error and text.startswith("Invalid arguments for adopt: `pet`: input tag") and len(text) < 400
 
 
 def test_quote_keeps_about_200_characters_and_says_how_long():

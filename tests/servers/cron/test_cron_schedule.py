@@ -103,6 +103,13 @@ def test_unknown_zone_suggests_the_nearest():
         zone("Europe/Berln")
 
 
+@pytest.mark.parametrize("name", ["x" * 10_000_000, "Europe/" + "B" * 300, "a\x00b"])
+def test_a_zone_that_cannot_be_a_file_name_is_unknown_in_a_short_line(name: str):
+    with pytest.raises(ScheduleError, match="unknown time zone") as caught:
+        zone(name)
+    assert len(str(caught.value)) < 250
+
+
 def test_next_run_in_words():
     now = datetime(2026, 12, 1, 5, 0, tzinfo=UTC)  # a Tuesday
     assert (
