@@ -1,5 +1,5 @@
-"""A small MCP server for host tests: echo, add, a tool that hangs, its own pid, and event publishers (plain text,
-and a queue following the server-event contract)."""
+"""A small MCP server for host tests: echo, add, a tool that hangs, its own pid, event publishers (plain text,
+and a queue following the server-event contract), and a prompt with arguments."""
 
 from __future__ import annotations
 
@@ -84,6 +84,11 @@ def build_server(name: str = "testkit", queue_file: Path | None = None) -> MCPSe
     def guarded(action: str, approval: Annotated[Approval, Resolve(ask_approval)]) -> str:
         """Do something only after the user approves it."""
         return f"{action}: {approval.decision}"
+
+    @server.prompt()
+    def review(path: str, focus: str = "bugs") -> str:
+        """Review a file, looking for one kind of problem."""
+        return f"Review {path}, looking for {focus}."
 
     @server.resource("test://inbox")
     def read_inbox() -> str:
