@@ -1,0 +1,119 @@
+"""`/<skill> args`, `/<server>:<prompt> args` and what the channel can show, through the real gateway and pool."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from hermitcrab.channels.terminal import TERMINAL, TerminalChannel
+from hermitcrab.host.agent import Agent
+from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
+from hermitcrab.host.events import Event, Target
+from hermitcrab.host.gateway import Gateway
+from hermitcrab.host.pool import McpPool
+from hermitcrab.host.session import SessionStore
+from tests.support.channels import SilentChannel
+from tests.support.scripted_provider import ScriptedProvider
+
+TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
+ROOM = Target("test", "room", "alice")
+
+
+class PhoneChannel(SilentChannel):
+    """A test IM channel that says what it can show, as Discord does."""
+
+    display = "a tiny test screen: 20 characters"
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    async def send(self, target: Target, text: str) -> None:
+        self.sent.append(text)
+
+
+def make_settings(tmp_path: Path, *servers: ServerConfig) -> Settings:
+    settings = Settings(home=tmp_path, providers=(), servers=servers, agent=AgentSettings())
+    folder = settings.workspace / "skills" / "greet"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: greet\ndescription: Greet someone warmly.\n---\nWrite a two-line greeting for $ARGUMENTS.\n"
+    )
+    return settings
+
+
+async def process(settings: Settings, provider: ScriptedProvider, pool: McpPool | None, event: Event) -> PhoneChannel:
+    channel = PhoneChannel()
+    agent = Agent(settings, provider, pool, SessionStore(settings.home / "sessions"))
+    await Gateway(agent, {"test": channel}, ask_timeout_s=1).process(event)
+    return channel
+
+
+async def test_a_skill_command_runs_a_turn_on_the_skills_body_with_the_arguments(tmp_path: Path):
+    settings = make_settings(tmp_path)
+    provider = ScriptedProvider().say("Hello Bob!")
+
+    channel = await process(settings, provider, None, Event("message", "/greet Bob", ROOM))
+
+    message = provider.seen[0]["messages"][-1].content
+    assert "Write a two-line greeting for Bob." in message and '"greet"' in message
+    assert "- greet: Greet someone warmly." in provider.seen[0]["system"]
+    assert "skill" in provider.seen[0]["tools"]
+    assert channel.sent == ["Hello Bob!"]
+
+
+async def test_an_unknown_slash_word_is_an_ordinary_message(tmp_path: Path):
+    provider = ScriptedProvider().say("ok")
+
+    await process(make_settings(tmp_path), provider, None, Event("message", "/usr/bin is a folder", ROOM))
+
+    assert provider.seen[0]["messages"][-1].content == "/usr/bin is a folder"
+
+
+async def test_a_server_prompt_runs_as_a_command_with_its_arguments(tmp_path: Path):
+    kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
+    settings = make_settings(tmp_path, kit)
+    provider = ScriptedProvider().say("reviewed")
+
+    async with McpPool(settings.servers) as pool:
+        await process(settings, provider, pool, Event("message", "/kit:review app.py focus=style", ROOM))
+        missing = await process(settings, provider, pool, Event("message", "/kit:review", ROOM))
+        listed = await process(settings, provider, pool, Event("message", "/skills", ROOM))
+
+    assert provider.seen[0]["messages"][-1].content == "Review app.py, looking for style."
+    assert len(provider.seen) == 1  # neither the usage error nor /skills called the model
+    assert missing.sent == ["Missing path. Usage: /kit:review path=... [focus=...]"]
+    assert "- greet: Greet someone warmly. [/greet]" in listed.sent[0]
+    assert "- /kit:review path=... [focus=...]: Review a file" in listed.sent[0]
+
+
+async def test_a_fork_skill_is_handed_to_the_spawn_server(tmp_path: Path):
+    spawn = ServerConfig(
+        "spawn",
+        command=sys.executable,
+        args=("-m", "hermitcrab.servers.spawn", "--state", str(tmp_path / "spawn"), "--agent", "true"),
+    )
+    settings = make_settings(tmp_path, spawn)
+    folder = settings.workspace / "skills" / "research"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: research\ndescription: Dig.\ncontext: fork\n---\nDig into it.\n")
+    provider = ScriptedProvider()
+
+    async with McpPool(settings.servers) as pool:
+        channel = await process(settings, provider, pool, Event("message", "/research tides", ROOM))
+
+    assert provider.seen == []
+    assert channel.sent[0].startswith("Started the skill research as a sub-agent (run ")
+
+
+async def test_the_runtime_facts_say_what_the_channel_can_show(tmp_path: Path):
+    settings = make_settings(tmp_path)
+    provider = ScriptedProvider().say("a").say("b")
+    agent = Agent(settings, provider, None, SessionStore(tmp_path / "sessions"))
+    gateway = Gateway(agent, {"terminal": TerminalChannel(), "test": PhoneChannel()}, ask_timeout_s=1)
+
+    await gateway.process(Event("message", "hi", TERMINAL))
+    await gateway.process(Event("message", "hi", ROOM, session_key="room"))
+
+    terminal, phone = provider.seen[0]["system"], provider.seen[1]["system"]
+    assert "it shows a terminal: long output" in terminal and "tiny test screen" not in terminal
+    assert "it shows a tiny test screen: 20 characters" in phone

@@ -1,0 +1,119 @@
+"""Skills: discovery by precedence, requirements, the prompt budget, and the read-only `skill` tool."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hermitcrab.host.config import Settings, SkillSettings
+from hermitcrab.host.skill_tool import read
+from hermitcrab.host.skills import discover, prompt_section, read_skill, report
+
+
+def write_skill(
+    directory: Path, name: str, description: str = "Does a thing.", extra: str = "", body: str = ""
+) -> Path:
+    folder = directory / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body or name}\n")
+    return folder
+
+
+def settings_with_skills(tmp_path: Path) -> Settings:
+    skills = SkillSettings(user_dir=tmp_path / "user", extra_dirs=(tmp_path / "extra",), environ={"PATH": ""})
+    return Settings(home=tmp_path / "home", providers=(), servers=(), skills=skills)
+
+
+def test_the_first_directory_by_precedence_wins_and_the_others_are_reported_as_shadowed(tmp_path: Path):
+    settings = settings_with_skills(tmp_path)
+    dirs = settings.skill_dirs
+    assert dirs == [
+        tmp_path / "home/workspace/skills",
+        tmp_path / "home/workspace/.agents/skills",
+        tmp_path / "user",
+        tmp_path / "home/skills",
+        tmp_path / "extra",
+    ]
+    for rank, directory in enumerate(reversed(dirs)):
+        write_skill(directory, "deploy", body=f"rank {rank}")
+    write_skill(dirs[3], "backup")
+
+    catalog = discover(dirs, {}, set())
+
+    assert [s.name for s in catalog.skills] == ["deploy", "backup"]
+    deploy = catalog.get("deploy")
+    assert deploy is not None and deploy.folder == dirs[0] / "deploy" and deploy.body == "rank 4"
+    shadowed = [item for item in catalog.left_out if item.name == "deploy"]
+    assert len(shadowed) == 4 and all(item.reason == f"shadowed by {deploy.file}" for item in shadowed)
+
+
+def test_unmet_requirements_leave_a_skill_out_with_the_reason(tmp_path: Path):
+    write_skill(tmp_path, "mine", extra="requires:\n  bins: [no-such-binary-x]\n  tools: [memory_search]\n")
+    write_skill(
+        tmp_path,
+        "openclaw",
+        extra='metadata: {"openclaw": {"requires": {"env": ["GH_TOKEN"], "anyBins": ["nope-a", "nope-b"]}}}\n',
+    )
+    write_skill(tmp_path, "always", extra='metadata: {"openclaw": {"always": true, "requires": {"env": ["X"]}}}\n')
+    write_skill(tmp_path, "fine", extra="requires:\n  bins: [sh]\n  env: [HOME]\n  tools: [echo]\n")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "SKILL.md").write_text("no frontmatter here\n")
+
+    catalog = discover([tmp_path], {"PATH": os.environ["PATH"], "HOME": "/home/me"}, {"echo"})
+
+    assert [s.name for s in catalog.skills] == ["always", "fine"]
+    reasons = {item.name: item.reason for item in catalog.left_out}
+    assert reasons["mine"] == "not on PATH: no-such-binary-x; no MCP server offers the tool memory_search"
+    assert reasons["openclaw"] == "none of these on PATH: nope-a, nope-b; environment variable not set: GH_TOKEN"
+    assert reasons["broken"].startswith("no YAML frontmatter")
+    shown = report(catalog)
+    assert "Left out (3):" in shown and "not on PATH: no-such-binary-x" in shown
+
+
+def test_frontmatter_fields_of_other_hosts_are_read(tmp_path: Path):
+    folder = write_skill(
+        tmp_path,
+        "review",
+        description="Review code.\n  Use for PRs.",
+        extra='context: fork\nuser-invocable: true\ndisable-model-invocation: true\nargument-hint: "[path]"\n',
+    )
+
+    skill = read_skill(folder / "SKILL.md")
+
+    assert skill.fork and not skill.model_invocable and skill.argument_hint == "[path]"
+    assert skill.description == "Review code. Use for PRs."
+
+
+def test_the_prompt_lists_skills_within_the_budget_and_names_the_rest(tmp_path: Path):
+    for index in range(40):
+        write_skill(tmp_path, f"skill-{index:02d}", description="x" * 100)
+    write_skill(tmp_path, "hidden", extra="disable-model-invocation: true\n")
+    catalog = discover([tmp_path], {}, set())
+
+    section = prompt_section(catalog, 3_000)
+
+    described = [line for line in section.splitlines() if line.startswith("- skill-")]
+    assert 10 < len(described) < 40 and sum(len(line) + 1 for line in described) <= 3_000
+    assert f"({tmp_path / 'skill-00' / 'SKILL.md'})" in described[0]
+    assert "read them with `skill`): " in section and "skill-39" in section.splitlines()[-2]
+    assert "hidden" not in section
+    assert prompt_section(discover([], {}, set()), 3_000) == ""
+
+
+def test_the_skill_tool_reads_only_inside_the_skills_folder(tmp_path: Path):
+    folder = write_skill(tmp_path / "skills", "deploy", body="Run scripts/go.sh, see notes.md.")
+    (folder / "notes.md").write_text("the notes")
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "go.sh").write_text("echo go")
+    (tmp_path / "secret.txt").write_text("secret")
+    (folder / "link.md").symlink_to(tmp_path / "secret.txt")
+    catalog = discover([tmp_path / "skills"], {}, set())
+
+    whole = read(catalog, {"name": "deploy"})
+    assert not whole.is_error and "Run scripts/go.sh" in whole.text and "notes.md, scripts/go.sh" in whole.text
+    assert read(catalog, {"name": "deploy", "file": "scripts/go.sh"}).text == "echo go"
+    for outside in ("../../secret.txt", str(tmp_path / "secret.txt"), "link.md"):
+        refused = read(catalog, {"name": "deploy", "file": outside})
+        assert refused.is_error and "outside the folder of skill deploy" in refused.text
+    assert read(catalog, {"name": "nope"}).is_error
+    assert read(catalog, {"name": "deploy", "file": "missing.md"}).is_error
