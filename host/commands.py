@@ -79,7 +79,7 @@ async def compact_now(agent: Agent, event: Event) -> str:
 
 async def skills(agent: Agent, event: Event) -> str:
     """The skills offered and those left out (with why), then the servers' prompts as commands."""
-    handles = agent.pool.handles.values() if agent.pool else []
+    handles: list[ServerHandle] = list(agent.pool.handles.values()) if agent.pool else []
     prompts = [
         f"- {prompt_usage(h.config.name, p)}: {p.description or p.title or ''}" for h in handles for p in h.prompts
     ]
