@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -106,16 +106,12 @@ def discover(dirs: Sequence[Path], environ: Mapping[str, str], tools: Collection
     skills: list[Skill] = []
     left_out: list[LeftOut] = []
     seen: dict[str, Path] = {}
-    for directory in dirs:
-        for file in _skill_files(directory):
-            try:
-                skill = read_skill(file)
-            except SkillError as exc:
-                left_out.append(LeftOut(file.parent.name, file, str(exc)))
-                continue
-            if skill.name in seen:
-                left_out.append(LeftOut(skill.name, file, f"shadowed by {seen[skill.name]}"))
-                continue
+    for file, skill in _read_all(dirs):
+        if isinstance(skill, SkillError):
+            left_out.append(LeftOut(file.parent.name, file, str(skill)))
+        elif skill.name in seen:
+            left_out.append(LeftOut(skill.name, file, f"shadowed by {seen[skill.name]}"))
+        else:
             seen[skill.name] = file
             unmet = [] if skill.always else skill.requires.unmet(environ, tools)
             if unmet:
@@ -133,14 +129,7 @@ def pool_tools(pool: McpPool | None) -> set[str]:
 
 def needs_tools(dirs: Sequence[Path]) -> bool:
     """Whether any skill found requires MCP tools (so checking it needs the servers running)."""
-    for directory in dirs:
-        for file in _skill_files(directory):
-            try:
-                if read_skill(file).requires.tools:
-                    return True
-            except SkillError:
-                continue
-    return False
+    return any(isinstance(skill, Skill) and skill.requires.tools for _, skill in _read_all(dirs))
 
 
 def read_skill(file: Path) -> Skill:
@@ -202,12 +191,18 @@ def prompt_section(catalog: Catalog, budget: int) -> str:
     return "# Skills\n" + intro + "\n" + "\n".join(lines) + "\n\n"
 
 
-def _skill_files(directory: Path) -> list[Path]:
-    try:
-        folders = sorted(entry for entry in directory.iterdir() if entry.is_dir())
-    except OSError:  # missing or unreadable: no skills there
-        return []
-    return [folder / SKILL_FILE for folder in folders if (folder / SKILL_FILE).is_file()]
+def _read_all(dirs: Sequence[Path]) -> Iterator[tuple[Path, Skill | SkillError]]:
+    """Each `<dir>/<folder>/SKILL.md` in precedence order, read, or the reason it cannot be."""
+    for directory in dirs:
+        try:
+            folders = sorted(entry for entry in directory.iterdir() if entry.is_dir())
+        except OSError:  # missing or unreadable: no skills there
+            continue
+        for file in (folder / SKILL_FILE for folder in folders if (folder / SKILL_FILE).is_file()):
+            try:
+                yield file, read_skill(file)
+            except SkillError as exc:
+                yield file, exc
 
 
 def _requirements(own: dict[str, Any], openclaw: dict[str, Any]) -> Requirements:

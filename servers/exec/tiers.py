@@ -33,7 +33,7 @@ _PACKAGE_TOOLS: dict[str, frozenset[str]] = {
         ("pip pip3 pipx", "install uninstall download inject upgrade"),
         ("npm pnpm bun", "install i ci add uninstall remove rm update upgrade link"),
         ("yarn", "add install remove upgrade"),
-        ("uv", "add remove sync pip tool"),
+        ("uv", "add remove sync"),
         ("apt apt-get aptitude dnf yum zypper", "install remove purge upgrade full-upgrade autoremove update"),
         ("apk", "add del upgrade"),
         ("brew", "install uninstall upgrade reinstall tap"),
@@ -199,18 +199,15 @@ def _git(raw: str, words: list[str]) -> TierMiss:
 
 
 def _installs(name: str, words: list[str]) -> bool:
-    if name.startswith("python") and words[:2] == ["-m", "pip"]:
-        name, words = "pip", words[2:]
+    """Whether `name words` installs, removes or upgrades packages (`python -m pip`, `uv pip`, `uv tool` too)."""
+    positional = [w for w in words if not w.startswith("-")]
+    through_pip = name.startswith("python") and words[:2] == ["-m", "pip"]
+    if through_pip or (name == "uv" and positional[:1] in (["pip"], ["tool"])):
+        name, positional = "pip", positional[1:]
     if name in _PACKAGE_OPTIONS:
         options = _PACKAGE_OPTIONS[name]
         return any(w.startswith(("-S", "-R", "-U")) if options is None else w in options for w in words)
-    subcommands = _PACKAGE_TOOLS.get(name)
-    first = next((w for w in words if not w.startswith("-")), None)
-    return (
-        subcommands is not None
-        and first in subcommands
-        and not (name == "uv" and first == "pip" and "install" not in words)
-    )
+    return bool(positional) and positional[0] in _PACKAGE_TOOLS.get(name, frozenset())
 
 
 def _deletes(words: list[str]) -> bool:
