@@ -30,7 +30,7 @@ def init() -> None:
     for template in sorted(templates.iterdir(), key=lambda t: t.name):
         if template.name.endswith(".md"):
             _copy(template, workspace / template.name)
-    _copy(templates.joinpath(EXAMPLE_SKILL), workspace / EXAMPLE_SKILL)
+    _copy(files("hermitcrab.host").joinpath("skill_example.md"), workspace / EXAMPLE_SKILL)
     config = home / "config.toml"
     if config.exists():
         console.print(f"[dim]kept[/dim]    {config}")
