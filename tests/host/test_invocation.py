@@ -117,3 +117,16 @@ async def test_the_runtime_facts_say_what_the_channel_can_show(tmp_path: Path):
     terminal, phone = provider.seen[0]["system"], provider.seen[1]["system"]
     assert "it shows a terminal: long output" in terminal and "tiny test screen" not in terminal
     assert "it shows a tiny test screen: 20 characters" in phone
+
+
+async def test_a_fork_skill_runs_in_the_conversation_when_no_spawn_server_is_there(tmp_path: Path):
+    settings = make_settings(tmp_path)
+    folder = settings.workspace / "skills" / "research"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: research\ndescription: Dig.\ncontext: fork\n---\nDig into it.\n")
+    provider = ScriptedProvider().say("dug")
+
+    channel = await process(settings, provider, None, Event("message", "/research tides", ROOM))
+
+    assert "Dig into it.\n\nArguments: tides" in provider.seen[0]["messages"][-1].content
+    assert channel.sent == ["dug"]

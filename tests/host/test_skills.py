@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-from hermitcrab.host.config import Settings, SkillSettings
+import pytest
+
+from hermitcrab.host.config import Settings, SkillSettings, load_settings
+from hermitcrab.host.errors import ConfigError
 from hermitcrab.host.skill_tool import read
 from hermitcrab.host.skills import discover, prompt_section, read_skill, report
 
@@ -117,3 +121,26 @@ def test_the_skill_tool_reads_only_inside_the_skills_folder(tmp_path: Path):
         assert refused.is_error and "outside the folder of skill deploy" in refused.text
     assert read(catalog, {"name": "nope"}).is_error
     assert read(catalog, {"name": "deploy", "file": "missing.md"}).is_error
+
+
+def test_config_adds_directories_after_the_users_own(hermitcrab_home: Path, tmp_path: Path):
+    (hermitcrab_home / "config.toml").write_text(
+        '[skills]\nextra_dirs = ["shared", "/opt/skills"]\nprompt_chars = 500\n'
+    )
+
+    settings = load_settings({"HERMITCRAB_HOME": str(hermitcrab_home), "HOME": str(tmp_path / "me")})
+
+    assert settings.skill_dirs[2:] == [
+        tmp_path / "me/.agents/skills",
+        hermitcrab_home / "skills",
+        hermitcrab_home / "shared",
+        Path("/opt/skills"),
+    ]
+    assert settings.skills.prompt_chars == 500
+
+
+def test_a_mistyped_skills_key_names_the_nearest(hermitcrab_home: Path):
+    (hermitcrab_home / "config.toml").write_text('[skills]\nextra_dir = ["x"]\n')
+
+    with pytest.raises(ConfigError, match=re.escape("skills.extra_dir: unknown key (did you mean 'extra_dirs'?)")):
+        load_settings({"HERMITCRAB_HOME": str(hermitcrab_home)})
