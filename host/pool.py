@@ -228,15 +228,19 @@ class ServerHandle:
         self.tools = [tool for tool in tools if self.config.allows(tool.name)]
 
     async def _load_prompts(self, client: Client) -> None:
-        """The server's prompts, offered as `/<server>:<prompt>` commands; none when it has no prompts capability."""
+        """The server's prompts, offered as `/<server>:<prompt>` commands; none when it has no prompts capability
+        or fails to list them (its tools still work)."""
         prompts: list[types.Prompt] = []
         cursor: str | None = None
-        while client.server_capabilities.prompts is not None:
-            page = await client.list_prompts(cursor=cursor)
-            prompts.extend(page.prompts)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
+        try:
+            while client.server_capabilities.prompts is not None:
+                page = await client.list_prompts(cursor=cursor)
+                prompts.extend(page.prompts)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        except MCPError as exc:
+            logger.warning("MCP server %r could not list its prompts: %s", self.config.name, exc)
         self.prompts = prompts
 
     async def _watch(self, client: Client) -> None:
