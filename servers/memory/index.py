@@ -79,7 +79,7 @@ class MemoryIndex:
         self.table = ChunkTable.build([], [], [], [])  # per-position facts for re-scoring
         with self._lock:
             self.lexical = LexicalIndex(state / "tantivy")
-            self.vectors = VectorStore(state / "lancedb", embedder) if embedder else None
+            self.vectors = VectorStore(state / "vectors", embedder) if embedder else None
         for part in (self.lexical, self.vectors):
             if part is not None and part.rebuilt:
                 self.warnings.append(f"{part.directory.name} index was unreadable and has been rebuilt from the files")
@@ -204,7 +204,7 @@ class MemoryIndex:
     def reset(self) -> None:
         """Delete the derived state, for a rebuild from the files after it was found corrupt mid-run."""
         with self._lock:
-            for name in ("tantivy", "lancedb", "meta.json"):
+            for name in ("tantivy", "vectors", "lancedb", "meta.json"):
                 target = self.state / name
                 if target.is_dir():
                     shutil.rmtree(target, ignore_errors=True)

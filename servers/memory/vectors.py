@@ -1,30 +1,34 @@
-# pyarrow and lancedb ship without (complete) types: their values are unknown to pyright in this module only.
-# pyright: reportUnknownMemberType=false, reportUnknownVariableType=false, reportUnknownArgumentType=false
-"""Chunk embeddings: persisted in lancedb keyed by content hash (one table per embedder), searched in memory.
+"""Chunk embeddings: persisted in an append-only file keyed by content hash (one file per embedder), searched in
+memory.
 
 Memory collections are small (thousands to tens of thousands of chunks), where an exact dot product over a
-numpy matrix answers in well under a millisecond; lancedb is the durable, append-only cache that makes a
-restart or an edit cost only the embeddings of text never seen before.
+numpy matrix answers in well under a millisecond; the file is the durable cache that makes a restart or an edit
+cost only the embeddings of text never seen before. It is a header (magic and dimension) and then fixed-size
+records (a 16-byte key, the float32 vector), each batch appended with one write and fsynced: a record torn by a
+crash is cut off on the next start. (A lancedb table did this before; importing lancedb and pyarrow cost an idle
+server about 90 MB.)
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
+import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-import lancedb
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa  # pyright: ignore[reportMissingTypeStubs]  # ships no types
 
 from .embed import Embedder, Vectors
 
 logger = logging.getLogger(__name__)
 BATCH = 32
+MAGIC = b"HCVEC1\n"
+HEADER = struct.Struct("<7sI")
+KEY_BYTES = 16
 Progress = Callable[[int], None]
 
 
@@ -35,32 +39,38 @@ class VectorStore:
         self.embedder = embedder
         self.directory = directory
         self.rebuilt = False
-        self._table_name = "emb_" + re.sub(r"[^A-Za-z0-9]+", "_", f"{embedder.name}_{embedder.model}").strip("_")[:80]
+        name = re.sub(r"[^A-Za-z0-9]+", "_", f"{embedder.name}_{embedder.model}").strip("_")[:80]
+        self._path = directory / f"{name}.vec"
         self._cache: dict[str, Vectors] = {}
         try:
-            self._db = lancedb.connect(str(directory))
+            directory.mkdir(parents=True, exist_ok=True)
             self._load()
-        except (OSError, ValueError, RuntimeError) as exc:  # lance and arrow errors derive from these
+        except (OSError, ValueError) as exc:
             logger.warning("vector cache at %s is unreadable (%s); re-embedding from the files", directory, exc)
             shutil.rmtree(directory, ignore_errors=True)
-            self._db = lancedb.connect(str(directory))
+            directory.mkdir(parents=True, exist_ok=True)
             self._cache.clear()
             self.rebuilt = True
         self._keys: list[str] = []
         self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
 
     def _load(self) -> None:
-        if not self._exists():
+        if not self._path.exists():
             return
-        table: Any = self._db.open_table(self._table_name).to_arrow()
-        keys: list[str] = table.column("key").to_pylist()
-        flat = np.asarray(table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False), np.float32)
-        matrix = flat.reshape(len(keys), len(flat) // max(len(keys), 1))
-        for key, row in zip(keys, matrix, strict=True):
-            self._cache[key] = row
-
-    def _exists(self) -> bool:
-        return self._table_name in self._db.list_tables().tables
+        data = self._path.read_bytes()
+        if len(data) < HEADER.size:
+            raise ValueError("the file is shorter than its header")
+        magic, dim = HEADER.unpack_from(data)
+        if magic != MAGIC or not 0 < dim <= 65_536:
+            raise ValueError("the header is not a vector cache's")
+        size = KEY_BYTES + 4 * dim
+        count = (len(data) - HEADER.size) // size
+        if HEADER.size + count * size != len(data):  # a batch torn by a crash: keep the whole records
+            os.truncate(self._path, HEADER.size + count * size)
+        records = np.frombuffer(data, np.uint8, count * size, HEADER.size).reshape(count, size)
+        vectors = records[:, KEY_BYTES:].copy().view(np.float32)
+        for row, key in enumerate(records[:, :KEY_BYTES]):
+            self._cache[key.tobytes().hex()] = vectors[row]
 
     def missing(self, items: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         """The `(key, text)` pairs not embedded yet, without duplicates."""
@@ -82,13 +92,16 @@ class VectorStore:
                 self._cache[key] = row
 
     def _persist(self, keys: list[str], matrix: Vectors) -> None:
-        flat: Any = pa.array(matrix.astype(np.float32).ravel(), type=pa.float32())
-        vectors: Any = pa.FixedSizeListArray.from_arrays(flat, matrix.shape[1])
-        data: Any = pa.table({"key": pa.array(keys, type=pa.string()), "vector": vectors})
-        if self._exists():
-            self._db.open_table(self._table_name).add(data)
-        else:
-            self._db.create_table(self._table_name, data=data)
+        rows = np.ascontiguousarray(matrix, dtype=np.float32)
+        keys_bytes = np.frombuffer(b"".join(bytes.fromhex(key) for key in keys), np.uint8).reshape(len(keys), -1)
+        records = np.concatenate([keys_bytes, rows.view(np.uint8).reshape(len(keys), -1)], axis=1)
+        fresh = not self._path.exists()
+        with self._path.open("ab") as handle:
+            if fresh:
+                handle.write(HEADER.pack(MAGIC, rows.shape[1]))
+            handle.write(records.tobytes())
+            handle.flush()
+            os.fsync(handle.fileno())
 
     def use(self, keys: Sequence[str]) -> None:
         """Make `keys` (all embedded) the searchable set, in this order."""

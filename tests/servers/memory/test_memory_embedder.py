@@ -1,12 +1,15 @@
-"""The local embedding model is loaded when first needed and dropped when idle, so an idle server stays small."""
+"""What keeps an idle memory server small: the model loaded when first needed and dropped when idle, and vectors kept
+in a plain file (that survives a torn write) instead of a database."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 
-from hermitcrab.servers.memory.embed import Unloading, USEEmbedder
+from hermitcrab.servers.memory.embed import Embedder, Unloading, USEEmbedder
+from hermitcrab.servers.memory.vectors import VectorStore
 
 
 def test_model_loads_on_first_use_and_is_dropped_when_idle() -> None:
@@ -20,3 +23,26 @@ def test_model_loads_on_first_use_and_is_dropped_when_idle() -> None:
     assert not embedder.loaded
     again = embedder.query("the dentist appointment")
     assert np.allclose(first, again)
+
+
+def test_vectors_survive_a_restart_and_a_torn_last_batch(tmp_path: Path, use_embedder: Embedder) -> None:
+    store = VectorStore(tmp_path / "vectors", use_embedder)
+    store.embed([("a" * 32, "green tea"), ("b" * 32, "a road bike")])
+    store.embed([("c" * 32, "the dentist")])
+    (cache,) = (tmp_path / "vectors").iterdir()
+    with cache.open("ab") as handle:
+        handle.write(b"\x01" * 100)  # a batch cut short by a crash
+    again = VectorStore(tmp_path / "vectors", use_embedder)
+    assert again.cached == 3 and not again.rebuilt
+    assert again.missing([("c" * 32, "the dentist"), ("d" * 32, "new")]) == [("d" * 32, "new")]
+    again.use(["a" * 32, "b" * 32, "c" * 32])
+    assert int(np.argmax(again.scores("bicycle"))) == 1
+
+
+def test_an_unreadable_vector_cache_is_rebuilt(tmp_path: Path, use_embedder: Embedder) -> None:
+    store = VectorStore(tmp_path / "vectors", use_embedder)
+    store.embed([("a" * 32, "green tea")])
+    (cache,) = (tmp_path / "vectors").iterdir()
+    cache.write_bytes(b"garbage, not vectors")
+    again = VectorStore(tmp_path / "vectors", use_embedder)
+    assert again.rebuilt and again.cached == 0
