@@ -83,7 +83,7 @@ class Tree:
             "/dev/stdin",
             "~/.ssh/id_rsa",
             str(self.state),
-            "a/" * 2_000 + "b.md",
+            "a/" * 200 + "b.md",
             "n" * 300 + ".md",
         ]
 
