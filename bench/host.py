@@ -1,12 +1,15 @@
-"""Host overheads, side by side: a tool call through the pool vs a bare MCP client, a whole turn, and CLI start-up.
+"""Host overheads, side by side: a tool call through the pool vs a bare MCP client, a whole turn, and CLI start-up;
+and the resource budget: idle RSS of each process of the whole stack (`hermitcrab run` with all five servers), its
+growth over a long run of turns, and the memory server's indexing speed.
 
-Run: .venv/bin/python bench/host.py [--calls 300]
+Run: .venv/bin/python bench/host.py [--calls 300] [--budget-turns 10000] [--only overheads|budget]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import subprocess
@@ -16,6 +19,7 @@ import time
 from pathlib import Path
 
 import anyio
+import httpx
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).parents[1]
@@ -27,8 +31,10 @@ from hermitcrab.host.events import Event, Target  # noqa: E402
 from hermitcrab.host.gateway import Gateway  # noqa: E402
 from hermitcrab.host.pool import McpPool  # noqa: E402
 from hermitcrab.host.session import SessionStore  # noqa: E402
+from hermitcrab.servers.memory.embed import make_embedder  # noqa: E402
+from hermitcrab.servers.memory.server import build_server as memory_server  # noqa: E402
 from tests.support.channels import SilentChannel  # noqa: E402
-from tests.support.fake_llm import openai_text, running_fake_llm  # noqa: E402
+from tests.support.fake_llm import FakeLLM, free_port, openai_text, openai_tool_calls, running_fake_llm  # noqa: E402
 from tests.support.scripted_provider import ScriptedProvider  # noqa: E402
 
 TEST_SERVER = str(ROOT / "tests" / "support" / "mcp_test_server.py")
@@ -98,22 +104,173 @@ def cli_start(runs: int, home: Path, with_server: bool) -> list[float]:
     return samples
 
 
+SERVERS = ("memory", "exec", "browser", "cron", "spawn")
+TOKEN = "bench-token"
+
+
+def stack_config(home: Path) -> Path:
+    """Claude Desktop JSON for all five of our servers, each on its own state under `home`."""
+    workspace, state = home / "workspace", home / "state"
+    workspace.mkdir(parents=True)
+    args = {
+        "memory": ["--workspace", str(workspace), "--state", str(state / "memory")],
+        "exec": ["--root", str(workspace), "--state", str(state / "exec")],
+        "browser": ["--state", str(state / "browser")],
+        "cron": ["--state", str(state / "cron")],
+        "spawn": ["--state", str(state / "spawn")],
+    }
+    servers = {
+        name: {"command": sys.executable, "args": ["-m", f"hermitcrab.servers.{name}", *args[name]]} for name in SERVERS
+    }
+    path = home / "desktop.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return path
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def stack_rss(host: int) -> dict[str, float]:
+    """RSS of the host and of each server it started, by name."""
+    sizes = {"host": rss_mb(host)}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                command = (entry / "cmdline").read_text().replace("\0", " ")
+            except OSError:
+                continue
+            name = next((n for n in SERVERS if f"hermitcrab.servers.{n}" in command), None)
+            if ppid == host and name is not None:
+                sizes[name] = rss_mb(int(entry.name))
+    return sizes
+
+
+def show(label: str, sizes: dict[str, float]) -> None:
+    parts = "  ".join(f"{name} {size:6.1f}" for name, size in sizes.items())
+    print(f"  {label:28} {parts}  total {sum(sizes.values()):6.1f} MB")
+
+
+def script_turns(llm: FakeLLM, turns: int) -> None:
+    """Every tenth turn appends to memory, every tenth searches it, the rest only answer; spare replies at the end
+    for the memory flush and compaction's summaries."""
+    for turn in range(turns):
+        if turn % 10 == 0:
+            llm.enqueue(openai_tool_calls((f"a{turn}", "memory_append", json.dumps({"text": f"- note {turn}"}))))
+        elif turn % 10 == 5:
+            llm.enqueue(openai_tool_calls((f"s{turn}", "memory_search", json.dumps({"query": f"note {turn - 5}"}))))
+        llm.enqueue(openai_text(f"ok {turn}"))
+    llm.enqueue(*[openai_text("spare") for _ in range(turns // 10 + 100)])
+
+
+def run_turns(llm: FakeLLM, port: int, first: int, count: int) -> float:
+    """POST `count` webhook turns to one session, at most 20 waiting; returns seconds until all were delivered."""
+    start = time.perf_counter()
+    target = len(llm.delivered) + count
+    body = {"session": "budget", "delivery": {"channel": "webhook", "to": llm.sink_url}}
+    with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        for turn in range(first, first + count):
+            while turn - first - (len(llm.delivered) - (target - count)) >= 20:
+                time.sleep(0.005)
+            llm.requests.clear()  # the fake keeps every request (the whole context): gigabytes over a long run
+            llm.headers.clear()
+            reply = http.post(f"http://127.0.0.1:{port}/hooks/agent", json={**body, "message": f"turn {turn}"})
+            reply.raise_for_status()
+    while len(llm.delivered) < target:
+        time.sleep(0.01)
+    return time.perf_counter() - start
+
+
+def budget(home: Path, turns: int) -> None:
+    """`hermitcrab run` with all five servers: idle RSS per process, then RSS along `turns` webhook turns."""
+    port = free_port()
+    with running_fake_llm() as llm:
+        env = {
+            **os.environ,
+            "HERMITCRAB_HOME": str(home),
+            "HERMITCRAB_PROVIDER": "openai",
+            "HERMITCRAB_LLM_BASE_URL": llm.url,
+            "HERMITCRAB_LLM_API_KEY": "sk-bench",
+            "HERMITCRAB_MODEL": "fake-model",
+            "HERMITCRAB_WEBHOOK_LISTEN": f"127.0.0.1:{port}",
+            "HERMITCRAB_WEBHOOK_TOKEN": TOKEN,
+        }
+        log = home / "run.log"
+        command = [sys.executable, "-m", "hermitcrab.host.cli", "run", "--mcp-config", str(stack_config(home))]
+        with log.open("w") as stderr:
+            process = subprocess.Popen(command, env=env, stderr=stderr)
+        try:
+            while "hermitcrab is running" not in log.read_text():
+                assert process.poll() is None, log.read_text()
+                time.sleep(0.1)
+            time.sleep(20)
+            print("resident memory (MB) of `hermitcrab run` and its five servers")
+            show("idle, 20 s after start", stack_rss(process.pid))
+            script_turns(llm, turns)
+            done, step = 0, max(1, turns // 5)
+            while done < turns:
+                count = min(step, turns - done)
+                seconds = run_turns(llm, port, done, count)
+                done += count
+                show(f"after {done:,} turns ({count / seconds:.0f}/s)", stack_rss(process.pid))
+            time.sleep(130)
+            show("idle again, 130 s later", stack_rss(process.pid))
+        finally:
+            process.kill()
+            process.wait()
+
+
+async def indexing(home: Path, kilobytes: int, embedder: str) -> float:
+    """KB of Markdown a second: a fresh memory server indexing `kilobytes` of daily logs (its first search waits)."""
+    workspace = home / f"index-{embedder}"
+    (workspace / "memory").mkdir(parents=True)
+    line = "- Met Alice at the climbing gym; we talked about the marathon in Porto and project {n} deadlines.\n"
+    per_file = 20_000
+    for day in range(kilobytes * 1000 // per_file):
+        text = "".join(line.format(n=day * 1000 + n) for n in range(per_file // len(line)))
+        (workspace / "memory" / f"2025-{1 + day // 28:02d}-{1 + day % 28:02d}.md").write_text(text)
+    size = sum(path.stat().st_size for path in workspace.rglob("*.md"))
+    server = memory_server(workspace, home / f"state-{embedder}", make_embedder(embedder), watch=False)
+    start = time.perf_counter()
+    async with Client(server) as client:
+        await client.call_tool("memory_search", {"query": "marathon"})
+    return size / 1000 / (time.perf_counter() - start)
+
+
+def overheads(args: argparse.Namespace, home: Path) -> None:
+    print("tool call round trip (stdio test server, tool `add`)")
+    print(f"  bare mcp.Client.call_tool              {summary(anyio.run(bare_client, args.calls))}")
+    print(f"  McpPool.call (routing, timeout guard)  {summary(anyio.run(through_pool, args.calls))}")
+    print("whole turn, scripted model: message -> tool call -> answer, transcript on disk")
+    print(f"  Gateway.process                        {summary(anyio.run(whole_turns, args.turns, home))}")
+    print("hermitcrab ask, cold start to exit (scripted LLM on 127.0.0.1)")
+    print(f"  no MCP servers                         {summary(cli_start(args.cli_runs, home, False))}")
+    print(f"  one stdio MCP server                   {summary(cli_start(args.cli_runs, home, True))}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--cli-runs", type=int, default=5)
+    parser.add_argument("--budget-turns", type=int, default=10_000)
+    parser.add_argument("--index-kb", type=int, default=2_000)
+    parser.add_argument("--only", choices=["overheads", "budget"])
     args = parser.parse_args()
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per webhook request otherwise
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        print("tool call round trip (stdio test server, tool `add`)")
-        print(f"  bare mcp.Client.call_tool              {summary(anyio.run(bare_client, args.calls))}")
-        print(f"  McpPool.call (routing, timeout guard)  {summary(anyio.run(through_pool, args.calls))}")
-        print("whole turn, scripted model: message -> tool call -> answer, transcript on disk")
-        print(f"  Gateway.process                        {summary(anyio.run(whole_turns, args.turns, home))}")
-        print("hermitcrab ask, cold start to exit (scripted LLM on 127.0.0.1)")
-        print(f"  no MCP servers                         {summary(cli_start(args.cli_runs, home, False))}")
-        print(f"  one stdio MCP server                   {summary(cli_start(args.cli_runs, home, True))}")
+        if args.only != "budget":
+            overheads(args, home)
+        if args.only != "overheads":
+            print(f"memory indexing, {args.index_kb:,} KB of daily logs, fresh state")
+            for embedder in ("use", "none"):
+                print(f"  embedder {embedder:5} {anyio.run(indexing, home, args.index_kb, embedder):8.0f} KB/s")
+            budget(home / "stack", args.budget_turns)
 
 
 if __name__ == "__main__":
