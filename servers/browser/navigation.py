@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -52,6 +53,11 @@ def normalize_url(url: str, policy: OriginPolicy) -> str:
             f"`url` {quote(url)} uses the {scheme}: scheme, but this browser opens only http:, https:, about: and "
             f"data: URLs; {advice}."
         )
+    try:
+        urlsplit(url).port  # noqa: B018  # parses the host and port, as the origin check and Chromium will
+    except ValueError as exc:
+        advice = "give one like https://example.com/page"
+        raise ToolError(f"`url` {quote(url)} is not a valid URL ({exc}); {advice}.") from exc
     if not policy.allows(url):
         raise ToolError(
             f"`url` {quote(url)} is outside the origins this browser may visit ({policy.describe()}); "

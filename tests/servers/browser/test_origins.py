@@ -55,3 +55,6 @@ def test_normalize_url() -> None:
             normalize_url(url, policy)
     with pytest.raises(ToolError, match="outside the origins"):
         normalize_url("https://blocked.example/", policy)
+    for url in ("http://[::1", "https://example.com:99999/", "http://example.com:port/"):
+        with pytest.raises(ToolError, match="is not a valid URL"):
+            normalize_url(url, OriginPolicy())
