@@ -168,17 +168,20 @@ def script_turns(llm: FakeLLM, turns: int) -> None:
 
 
 def run_turns(llm: FakeLLM, port: int, first: int, count: int) -> float:
-    """POST `count` webhook turns to one session, at most 20 waiting; returns seconds until all were delivered."""
+    """POST `count` webhook turns, at most 20 waiting; returns seconds until all were delivered."""
     start = time.perf_counter()
     target = len(llm.delivered) + count
-    body = {"session": "budget", "delivery": {"channel": "webhook", "to": llm.sink_url}}
+    delivery = {"channel": "webhook", "to": llm.sink_url}
     with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
         for turn in range(first, first + count):
             while turn - first - (len(llm.delivered) - (target - count)) >= 20:
                 time.sleep(0.005)
             llm.requests.clear()  # the fake keeps every request (the whole context): gigabytes over a long run
             llm.headers.clear()
-            reply = http.post(f"http://127.0.0.1:{port}/hooks/agent", json={**body, "message": f"turn {turn}"})
+            # 50 turns a session, so sessions come and go past the 64 kept open: the fake model reports no real
+            # token counts, and one endless session would never be compacted
+            body = {"message": f"turn {turn}", "session": f"budget-{turn // 50}", "delivery": delivery}
+            reply = http.post(f"http://127.0.0.1:{port}/hooks/agent", json=body)
             reply.raise_for_status()
     while len(llm.delivered) < target:
         time.sleep(0.01)

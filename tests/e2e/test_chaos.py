@@ -18,7 +18,7 @@ TRIALS = {"exec": 1, "spawn": 1, "memory": 1, "cron": 1, "host": 1}
 async def test_a_part_killed_at_random_keeps_its_promises(part: str, tmp_path: Path) -> None:
     rng = random.Random(part)
     with running_fake_llm() as llm:
-        trial = chaos.host_trial_for(llm) if part == "host" else getattr(chaos, f"{part}_trial")
+        trial = chaos.host_trial_for(llm, kills=1) if part == "host" else getattr(chaos, f"{part}_trial")
         for number in range(TRIALS[part]):
             base = tmp_path / str(number)
             base.mkdir()

@@ -11,7 +11,7 @@ import pytest
 from tests.fuzz.servers import SERVERS
 from tests.support.fuzzing import Tree, assert_clean, fuzzing
 
-CALLS = {"memory": 200, "exec": 200, "cron": 200, "spawn": 200, "browser": 80}
+CALLS = {"memory": 200, "exec": 200, "cron": 200, "spawn": 200, "browser": 50}
 
 
 @pytest.mark.parametrize("name", sorted(SERVERS))

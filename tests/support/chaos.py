@@ -261,8 +261,8 @@ async def spawn_trial(base: Path, rng: random.Random) -> list[str]:
 # host: turns running -> every transcript readable, entries written before the kill kept, no dangling tool call.
 
 
-def host_trial_for(llm: FakeLLM) -> Trial:
-    """The host's trial against a fake OpenAI-compatible LLM on 127.0.0.1."""
+def host_trial_for(llm: FakeLLM, kills: int = 2) -> Trial:
+    """The host's trial against a fake OpenAI-compatible LLM on 127.0.0.1: `kills` turns killed, then one more."""
 
     async def trial(base: Path, rng: random.Random) -> list[str]:
         home = base / "home"
@@ -271,7 +271,7 @@ def host_trial_for(llm: FakeLLM) -> Trial:
         env = {**os.environ, "HERMITCRAB_HOME": str(home), "HERMITCRAB_LLM_BASE_URL": llm.url}
         command = [sys.executable, "-m", "hermitcrab.host.cli", "ask", "--mcp-config", str(config)]
         failures: list[str] = []
-        for turn in range(2):
+        for turn in range(kills):
             llm.script.clear()
             for call in range(200):
                 llm.enqueue(openai_tool_calls((f"t{turn}c{call}", "add", json.dumps({"a": call, "b": 1}))))
