@@ -86,14 +86,7 @@ async def flush(
             for _ in range(MAX_FLUSH_CALLS):
                 completion = await provider.complete(system, conversation, specs)
                 answer = completion.message
-                transcript.append(
-                    "assistant",
-                    text=answer.content,
-                    model=completion.model,
-                    provider=completion.provider,
-                    usage=completion.usage.as_entry(),
-                    flush=True,
-                )
+                transcript.append_answer(completion, flush=True)
                 conversation.append(answer)
                 if not answer.tool_calls:
                     break

@@ -68,13 +68,7 @@ async def run_turn(
             break
         usage = usage + completion.usage
         answer = completion.message
-        transcript.append(
-            "assistant",
-            text=answer.content,
-            model=completion.model,
-            provider=completion.provider,
-            usage=completion.usage.as_entry(),
-        )
+        transcript.append_answer(completion)
         messages.append(answer)
         if not answer.tool_calls:
             reply = answer.content

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from .providers.base import Message, ToolCall, Usage
+from .providers.base import Completion, Message, ToolCall, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,17 @@ class Transcript:
         self._view = View()
         self._offset = 0
         self._lines = 0
+
+    def append_answer(self, completion: Completion, **fields: Any) -> dict[str, Any]:
+        """Record a model answer with who gave it and what it cost (usage totals are summed from these)."""
+        return self.append(
+            "assistant",
+            text=completion.message.content,
+            model=completion.model,
+            provider=completion.provider,
+            usage=completion.usage.as_entry(),
+            **fields,
+        )
 
     def append(self, kind: str, **fields: Any) -> dict[str, Any]:
         entry = {"id": uuid.uuid4().hex[:12], "ts": dt.datetime.now(dt.UTC).isoformat(), "kind": kind, **fields}
