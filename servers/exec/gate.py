@@ -6,6 +6,7 @@ the tool body on every protocol version. `Gate.decide` turns whatever it produce
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -78,12 +79,12 @@ class Gate:
         if verdict.refusal is not None:
             named = "`" in verdict.refusal  # the policy already quoted the offending segment
             reason = verdict.refusal if named else f"`{_short(command)}`: {verdict.refusal}"
-            return Ruling(decision="refused", reason=reason + ".")
+            return Ruling(decision="refused", reason=_clipped(reason) + ".")
         always = self.policy.ask == "always" or RiskTiers.every_time(verdict)
         if not always and (verdict.allowed or command in self.store.commands):
             return Ruling(decision="allowed")
         if self.policy.ask == "off":
-            return Ruling(decision="refused", reason=_miss_sentence(verdict))
+            return Ruling(decision="refused", reason=_clipped(_miss_sentence(verdict)))
         message = approvals.approval_message(command, str(directory), verdict, always)
         form = OnceForm if always else ApprovalForm
         return await approvals.ask(ctx, message, form, key, self.deadlines, self.policy.approval_timeout_s)
@@ -129,6 +130,11 @@ class Gate:
 def _short(command: str, limit: int = 200) -> str:
     command = command.strip()
     return command if len(command) <= limit else command[:limit] + "..."
+
+
+def _clipped(reason: str, limit: int = 200) -> str:
+    """A refusal with each over-long word (a command name can be megabytes) cut to about `limit` characters."""
+    return re.sub(rf"\S{{{limit + 1},}}", lambda word: f"{word[0][:limit]}... ({len(word[0]):,} characters)", reason)
 
 
 def _miss_sentence(verdict: Verdict) -> str:

@@ -70,3 +70,12 @@ async def test_invalid_arguments_read_as_a_line_or_two(server_factory: Callable[
     assert action.startswith("Invalid arguments for process: `action`: input should be 'list', 'poll'")
     assert "'bogus'" in action and action.count("\n") == 1
     assert depth.startswith("Invalid arguments for list_dir: `depth`") and "'deep'" in depth
+
+
+async def test_a_refusal_quotes_a_long_command_name_only_in_part(server_factory: Callable[..., MCPServer]):
+    async with Client(server_factory(ask="off")) as client:
+        unknown = await error(client, "exec", command="x" * 3000)
+        foreign = await error(client, "exec", command="é" * 3000)
+
+    for text in (unknown, foreign):
+        assert len(text) < 600 and ",0" in text and " characters)" in text  # e.g. "... (3,002 characters)"
