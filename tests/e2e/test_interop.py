@@ -52,7 +52,13 @@ def our_server(name: str, *flags: str) -> list[str]:
 @needs_node
 @pytest.mark.parametrize(
     ("server", "expected"),
-    [("memory", "memory_search"), ("exec", "exec"), ("browser", "browser_snapshot")],
+    [
+        ("memory", "memory_search"),
+        ("exec", "exec"),
+        ("browser", "browser_snapshot"),
+        ("cron", "cron_add"),
+        ("spawn", "sessions_spawn"),
+    ],
 )
 def test_inspector_cli_lists_our_servers_tools(server: str, expected: str, tmp_path: Path):
     (tmp_path / "ws").mkdir()
@@ -60,6 +66,8 @@ def test_inspector_cli_lists_our_servers_tools(server: str, expected: str, tmp_p
         "memory": ["--workspace", str(tmp_path / "ws"), "--state", str(tmp_path / "state")],
         "exec": ["--root", str(tmp_path / "ws"), "--state", str(tmp_path / "state")],
         "browser": ["--isolated", "--state", str(tmp_path / "state")],
+        "cron": ["--state", str(tmp_path / "state")],
+        "spawn": ["--state", str(tmp_path / "state")],
     }[server]
 
     result = inspector(*our_server(server, *flags), "--method", "tools/list")

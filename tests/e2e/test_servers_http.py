@@ -24,6 +24,8 @@ def flags(server: str, tmp_path: Path) -> list[str]:
         "memory": ["--workspace", str(workspace), "--state", state, "--embedder", "none"],
         "exec": ["--root", str(workspace), "--state", state],
         "browser": ["--isolated", "--state", state],
+        "cron": ["--state", state],
+        "spawn": ["--state", state],
     }[server]
 
 
@@ -42,6 +44,8 @@ def server_url(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
         ("memory", "memory_status", {}, "files"),
         ("exec", "read_file", {"path": "notes.txt"}, "hello over http"),
         pytest.param("browser", "browser_tabs", {"action": "new"}, "about:blank", marks=needs_chromium),
+        ("cron", "cron_wake", {"text": "over http"}, "event_id"),
+        ("spawn", "sessions_list", {}, "runs"),
     ],
     indirect=["server_url"],
 )
