@@ -13,6 +13,9 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from hermitcrab.servers.cron import build_server
+from tests.support.tools import call, error_of
+
+__all__ = ["CronServer", "call", "error_of", "events", "job", "soon"]
 
 CronServer = Callable[..., MCPServer]
 
@@ -42,19 +45,6 @@ def job(name: str = "tick", every: int | None = 1, **fields: Any) -> dict[str, A
 
 def soon(seconds: float) -> str:
     return (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat()
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def error_of(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, result.structured_content
-    return result.content[0].text  # type: ignore[union-attr]  # an error result carries one text block
 
 
 async def events(client: Client) -> dict[str, Any]:

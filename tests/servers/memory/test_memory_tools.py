@@ -15,6 +15,7 @@ from mcp import Client
 
 from hermitcrab.servers.memory.embed import Embedder
 from tests.servers.memory.conftest import MemoryServer
+from tests.support.tools import call, error_of
 
 
 async def search(client: Client, query: str, **options: Any) -> list[dict[str, Any]]:
@@ -22,19 +23,6 @@ async def search(client: Client, query: str, **options: Any) -> list[dict[str, A
     assert not result.is_error, result.content
     assert result.structured_content is not None
     return result.structured_content["results"]
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def error_of(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error
-    return result.content[0].text  # type: ignore[union-attr]  # an error result carries one text block
 
 
 async def test_search_finds_a_note_under_its_date(memory_server: MemoryServer):
