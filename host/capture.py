@@ -7,11 +7,10 @@ model call), written atomically and never over another file.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-import uuid
 from pathlib import Path
 
+from .files import write_atomically
 from .session import Session
 from .text import cut_middle
 
@@ -43,12 +42,7 @@ def capture(session: Session, workspace: Path, now: dt.datetime) -> Path | None:
     folder = workspace / "memory"
     folder.mkdir(parents=True, exist_ok=True)
     path = _free_name(folder, f"{now:%Y-%m-%d}-{slug(' '.join(str(e['text']) for e in said if e['kind'] == 'user'))}")
-    tmp = folder / f".{path.name}.{uuid.uuid4().hex[:6]}.tmp"
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write("\n".join(lines))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    write_atomically(path, "\n".join(lines))
     return path
 
 

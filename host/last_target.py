@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
 from .events import Target
+from .files import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -33,12 +32,8 @@ class LastTarget:
             return
         self._current = target = replace(target, reply_to=None)  # announcements start new threads
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(f".{uuid.uuid4().hex[:6]}.tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
-            json.dump({"channel": target.channel, "conversation": target.conversation, "user": target.user}, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
+        fields = {"channel": target.channel, "conversation": target.conversation, "user": target.user}
+        write_atomically(self.path, json.dumps(fields))
 
     def _read(self) -> Target | None:
         try:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from .files import write_atomically
 from .providers.base import Completion, Message, ToolCall, Usage
 
 logger = logging.getLogger(__name__)
@@ -246,12 +247,7 @@ class SessionStore:
 
     def _write_index(self, index: dict[str, Any]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self._index_path.with_suffix(f".{uuid.uuid4().hex[:6]}.tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
-            json.dump(index, handle, indent=2)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self._index_path)
+        write_atomically(self._index_path, json.dumps(index, indent=2))
         self._index_cache = None
 
 
