@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
 import sys
 import tempfile
@@ -46,6 +45,7 @@ from hermitcrab.host.pool import McpPool, ServerEvent  # noqa: E402
 from hermitcrab.host.providers import Completion, Message, ToolSpec, Usage  # noqa: E402
 from hermitcrab.host.session import SessionStore  # noqa: E402
 from hermitcrab.host.triggers import relay_server_events  # noqa: E402
+from tests.support.processes import pid_serving  # noqa: E402
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -57,18 +57,6 @@ def percentiles(samples: list[float]) -> dict[str, float]:
         "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 1),
         "max_ms": round(ordered[-1] * 1000, 1),
     }
-
-
-def server_pid(state: Path) -> int:
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"hermitcrab.servers.cron" in cmdline and str(state).encode() in cmdline:
-                return int(entry)
-    raise RuntimeError("the cron server is not running")
 
 
 def memory_mb(pid: int) -> dict[str, float]:
@@ -133,7 +121,7 @@ async def bench_server(jobs: int, duration: float, state: Path) -> dict[str, Any
             with anyio.fail_after(30):
                 while datetime.now(UTC) < window_end + timedelta(seconds=2):
                     await anyio.sleep(0.1)
-            memory = memory_mb(server_pid(state))
+            memory = memory_mb(pid_serving("hermitcrab.servers.cron", state))
             listed = (await client.call_tool("cron_list", {})).structured_content or {}
             group.cancel_scope.cancel()
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 
 @contextmanager
@@ -26,3 +28,16 @@ def serving(command: list[str], port: int, timeout_s: float = 30) -> Iterator[st
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def pid_serving(module: str, state: Path) -> int:
+    """The live server process running `python -m module` whose command line names `state`."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if module.encode() in cmdline and str(state).encode() in cmdline:
+                return int(entry)
+    raise AssertionError(f"no {module} server running on {state}")

@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.servers.cron.conftest import call, events, job, soon
 from tests.support.fake_llm import free_port
-from tests.support.processes import serving
+from tests.support.processes import pid_serving, serving
 
 
 def test_help_lists_the_flags():
@@ -39,19 +39,6 @@ def server_params(state: Path) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=["-m", "hermitcrab.servers.cron", "--state", str(state)])
 
 
-def pid_serving(state: Path) -> int:
-    """The live server process whose command line names `state`."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"hermitcrab.servers.cron" in cmdline and str(state).encode() in cmdline:
-                return int(entry)
-    raise AssertionError(f"no cron server running on {state}")
-
-
 async def test_kill_9_then_restart_runs_no_tick_twice_and_catches_up_once(state: Path):
     with anyio.fail_after(30):
         async with Client(server_params(state)) as client:
@@ -61,7 +48,7 @@ async def test_kill_9_then_restart_runs_no_tick_twice_and_catches_up_once(state:
             )
             while len((await events(client))["items"]) < 2:
                 await anyio.sleep(0.05)
-            os.kill(pid_serving(state), signal.SIGKILL)
+            os.kill(pid_serving("hermitcrab.servers.cron", state), signal.SIGKILL)
         await anyio.sleep(2.6)  # two ticks of `every`, and `once`, fall into the downtime
 
         async with Client(server_params(state)) as client:
