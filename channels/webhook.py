@@ -29,12 +29,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from hermitcrab.host.events import Event, Target
+from hermitcrab.host.events import NOWHERE, Event, Target
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
-NOWHERE = Target("none", "none")
 
 Submit = Callable[[Event], Awaitable[None]]
 Fallback = Callable[[], Target | None]

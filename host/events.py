@@ -23,6 +23,10 @@ class Target:
     """The message this answers, for IMs that thread replies; not part of the conversation's identity."""
 
 
+NOWHERE = Target("none", "none")
+"""The target of an event whose reply is not delivered (`deliver=False`): no conversation was known for it."""
+
+
 @dataclass(frozen=True)
 class Event:
     """One trigger for the agent: a user message, a timer, a webhook call, a server event."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 
 from .config import HeartbeatSettings
-from .events import Event, Target
+from .events import NOWHERE, Event, Target
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,6 @@ PROMPT = (
     "files above) and do what it asks that is due now. If nothing needs the user's attention, reply exactly "
     f"{HEARTBEAT_OK}."
 )
-NOWHERE = Target("none", "none")
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 

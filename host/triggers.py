@@ -17,14 +17,13 @@ from anyio.abc import ObjectReceiveStream
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .events import Event, EventKind, Target
+from .events import NOWHERE, Event, EventKind, Target
 from .pool import McpPool, ServerEvent
 
 logger = logging.getLogger(__name__)
 
 Submit = Callable[[Event], Awaitable[None]]
 Fallback = Callable[[], Target | None]
-NOWHERE = Target("none", "none")
 
 
 class Delivery(BaseModel):
