@@ -140,24 +140,7 @@ class FakeDiscord:
             3, user, message.channel_id, {"custom_id": button["custom_id"], "component_type": 2}
         )
         self._interactions[payload["id"]] = message.id
-        payload["message"] = {
-            "id": message.id,
-            "channel_id": message.channel_id,
-            "author": _user(BOT_ID, bot=True),
-            "content": message.content,
-            "timestamp": _now(),
-            "edited_timestamp": None,
-            "tts": False,
-            "mention_everyone": False,
-            "mentions": [],
-            "mention_roles": [],
-            "attachments": [],
-            "embeds": [],
-            "pinned": False,
-            "type": 0,
-            "flags": 0,
-            "components": message.components,
-        }
+        payload["message"] = _bot_message(message)
         self._call(self._dispatch("INTERACTION_CREATE", payload))
         return payload["id"]
 
