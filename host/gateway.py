@@ -43,13 +43,18 @@ class _Asking:
 
     def answer(self, event: Event) -> bool:
         """Take `event` as the answer to the question on screen, if it is one."""
-        question = self.shown
-        if question is None or not question.accepts(event):
+        if self.shown is None or not self.shown.accepts(event):
             return False
-        self.shown = None
-        question.answer = event.text
-        question.answered.set()
+        self.settle(event.text)
         return True
+
+    def settle(self, answer: str | None) -> None:
+        """Answer the question on screen, if there is one, and take it off the screen."""
+        question = self.shown
+        if question is not None:
+            self.shown = None
+            question.answer = answer
+            question.answered.set()
 
 
 class BoundConversation:
@@ -248,12 +253,7 @@ async def _prompt(
     asking: _Asking,
 ) -> None:
     """The channel's own prompt answers the question on screen, unless a typed reply came first."""
-    answer = await prompt(target, question, choices)
-    question_on_screen = asking.shown
-    if question_on_screen is not None:
-        asking.shown = None
-        question_on_screen.answer = answer
-        question_on_screen.answered.set()
+    asking.settle(await prompt(target, question, choices))
 
 
 def _conversation(target: Target) -> tuple[str, str]:
