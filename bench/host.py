@@ -34,7 +34,14 @@ from hermitcrab.host.session import SessionStore  # noqa: E402
 from hermitcrab.servers.memory.embed import make_embedder  # noqa: E402
 from hermitcrab.servers.memory.server import build_server as memory_server  # noqa: E402
 from tests.support.channels import SilentChannel  # noqa: E402
-from tests.support.fake_llm import FakeLLM, free_port, openai_text, openai_tool_calls, running_fake_llm  # noqa: E402
+from tests.support.fake_llm import (  # noqa: E402
+    FakeLLM,
+    fake_llm_env,
+    free_port,
+    openai_text,
+    openai_tool_calls,
+    running_fake_llm,
+)
 from tests.support.scripted_provider import ScriptedProvider  # noqa: E402
 
 TEST_SERVER = str(ROOT / "tests" / "support" / "mcp_test_server.py")
@@ -194,11 +201,7 @@ def budget(home: Path, turns: int) -> None:
     with running_fake_llm() as llm:
         env = {
             **os.environ,
-            "HERMITCRAB_HOME": str(home),
-            "HERMITCRAB_PROVIDER": "openai",
-            "HERMITCRAB_LLM_BASE_URL": llm.url,
-            "HERMITCRAB_LLM_API_KEY": "sk-bench",
-            "HERMITCRAB_MODEL": "fake-model",
+            **fake_llm_env(home, llm, api_key="sk-bench"),
             "HERMITCRAB_WEBHOOK_LISTEN": f"127.0.0.1:{port}",
             "HERMITCRAB_WEBHOOK_TOKEN": TOKEN,
         }

@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.fake_llm import FakeLLM, openai_text, running_fake_llm  # noqa: E402
+from tests.support.fake_llm import FakeLLM, fake_llm_env, openai_text, running_fake_llm  # noqa: E402
 
 FAKE_CLI = str(ROOT / "tests" / "servers" / "spawn" / "fake_cli.py")
 RUN_S = 0.5
@@ -82,13 +82,7 @@ async def many_runs(state: Path, runs: int) -> tuple[float, int, int]:
 
 async def agent_overhead(state: Path, llm: FakeLLM, home: Path, agents: int) -> list[float]:
     """From the run's process start (the server's started_at) to the child's first request at the scripted LLM."""
-    env = {
-        "HERMITCRAB_HOME": str(home),
-        "HERMITCRAB_PROVIDER": "openai",
-        "HERMITCRAB_LLM_BASE_URL": llm.url,
-        "HERMITCRAB_LLM_API_KEY": "sk-bench",
-        "HERMITCRAB_MODEL": "fake-model",
-    }
+    env = fake_llm_env(home, llm, api_key="sk-bench")
     agent = f"{sys.executable} -m hermitcrab.host.cli subagent"
     samples: list[float] = []
     async with Client(server(state, "--agent", agent, env=env)) as client:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_llm import FakeLLM, running_fake_llm
+from tests.support.fake_llm import FakeLLM, fake_llm_env, running_fake_llm
 
 TEST_SERVER = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
 
@@ -59,11 +59,7 @@ def cli_env(home: Path, llm: FakeLLM, extra: dict[str, str] | None = None) -> di
     """The environment of a CLI process pointed at `home` and the scripted LLM."""
     return {
         **os.environ,
-        "HERMITCRAB_HOME": str(home),
-        "HERMITCRAB_PROVIDER": "openai",
-        "HERMITCRAB_LLM_BASE_URL": llm.url,
-        "HERMITCRAB_LLM_API_KEY": "sk-test-secret",
-        "HERMITCRAB_MODEL": "fake-model",
+        **fake_llm_env(home, llm),
         "COLUMNS": "200",
         **(extra or {}),
     }

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -50,6 +51,17 @@ class FakeLLM:
 
     def enqueue(self, *replies: Reply | dict[str, Any]) -> None:
         self.script.extend(r if isinstance(r, Reply) else Reply(r) for r in replies)
+
+
+def fake_llm_env(home: Path, llm: FakeLLM, api_key: str = "sk-test-secret") -> dict[str, str]:
+    """The HERMITCRAB_* variables that point a host process at `home` and at the scripted LLM (OpenAI format)."""
+    return {
+        "HERMITCRAB_HOME": str(home),
+        "HERMITCRAB_PROVIDER": "openai",
+        "HERMITCRAB_LLM_BASE_URL": llm.url,
+        "HERMITCRAB_LLM_API_KEY": api_key,
+        "HERMITCRAB_MODEL": "fake-model",
+    }
 
 
 def openai_text(text: str, *, tokens: tuple[int, int] = (10, 5)) -> dict[str, Any]:
