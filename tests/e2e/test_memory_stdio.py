@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
 
+from tests.support.processes import help_of
+
 
 def test_help_lists_the_flags():
-    shown = subprocess.run(
-        [sys.executable, "-m", "hermitcrab.servers.memory", "--help"], capture_output=True, text=True, check=True
-    ).stdout
+    shown = help_of("hermitcrab.servers.memory")
     for flag in ("--workspace", "--state", "--embedder", "--http"):
         assert flag in shown
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,3 +42,8 @@ def pid_serving(module: str, state: Path) -> int:
             if module.encode() in cmdline and str(state).encode() in cmdline:
                 return int(entry)
     raise AssertionError(f"no {module} server running on {state}")
+
+
+def help_of(module: str) -> str:
+    """What `python -m module --help` prints; fails the test if it exits non-zero."""
+    return subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, check=True).stdout

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -14,13 +13,11 @@ from mcp import Client, StdioServerParameters
 
 from tests.servers.cron.conftest import call, events, job, soon
 from tests.support.fake_llm import free_port
-from tests.support.processes import pid_serving, serving
+from tests.support.processes import help_of, pid_serving, serving
 
 
 def test_help_lists_the_flags():
-    shown = subprocess.run(
-        [sys.executable, "-m", "hermitcrab.servers.cron", "--help"], capture_output=True, text=True, check=True
-    ).stdout
+    shown = help_of("hermitcrab.servers.cron")
     for flag in ("--state", "--grace-s", "--http", "--log-level"):
         assert flag in shown
 

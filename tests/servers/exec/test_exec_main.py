@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,14 +9,13 @@ import pytest
 from hermitcrab.servers.exec.__main__ import config_from_args, main, parser
 from hermitcrab.servers.exec.policy import DEFAULT_ALLOW, Policy
 from hermitcrab.servers.exec.runner import Limits
+from tests.support.processes import help_of
 
 
 def test_help_lists_every_flag() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "hermitcrab.servers.exec", "--help"], capture_output=True, text=True, check=True
-    )
+    result = help_of("hermitcrab.servers.exec")
     for flag in ("--root", "--security", "--allow", "--ask", "--sandbox", "--state", "--http", "--network"):
-        assert flag in result.stdout
+        assert flag in result
 
 
 def test_flags_become_the_server_config() -> None:

@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
 
+from tests.support.processes import help_of
+
 from .conftest import FAKE_CLI, call, spawn, wait_for_items
 
 
 def test_help_lists_the_flags():
-    shown = subprocess.run(
-        [sys.executable, "-m", "hermitcrab.servers.spawn", "--help"], capture_output=True, text=True, check=True
-    ).stdout
+    shown = help_of("hermitcrab.servers.spawn")
     for flag in ("--state", "--cli", "--agent", "--max-concurrent", "--max-children", "--max-depth", "--http"):
         assert flag in shown
 
