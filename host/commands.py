@@ -13,6 +13,7 @@ from .events import Event
 from .flush import Unattended
 from .invocation import prompt_usage
 from .pool import ServerHandle
+from .session import CHARS_PER_TOKEN
 from .skills import report
 from .subagents import running_subagents
 
@@ -37,7 +38,7 @@ async def status(agent: Agent, event: Event) -> str:
     if counted:
         context_text = f"~{counted:,} tokens (the provider's count plus what came since){limits}"
     elif context:
-        context_text = f"~{context // 4:,} tokens ({context:,} chars){limits}"
+        context_text = f"~{context // CHARS_PER_TOKEN:,} tokens ({context:,} chars){limits}"
     else:
         context_text = "not measured yet (no turn so far)"
     servers: list[ServerHandle] = list(agent.pool.handles.values()) if agent.pool else []

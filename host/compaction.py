@@ -22,13 +22,12 @@ from . import identifiers
 from .config import AgentSettings
 from .errors import ProviderError
 from .providers.base import Message, Provider, Usage
-from .session import Session, entry_chars
+from .session import CHARS_PER_TOKEN, Session, entry_chars
 from .text import cut_middle
 
 logger = logging.getLogger(__name__)
 
 PROMPT = files("hermitcrab.host").joinpath("compaction_prompt.md").read_text(encoding="utf-8")
-CHARS_PER_TOKEN = 4
 MAX_ENTRY_CHARS = 4_000
 STUB_CHARS = 200
 MIN_CHUNK_TOKENS = 2_000

@@ -22,6 +22,8 @@ from .files import write_atomically
 from .providers.base import Completion, Message, ToolCall, Usage
 
 logger = logging.getLogger(__name__)
+CHARS_PER_TOKEN = 4
+"""The estimate of characters per token wherever no provider has counted."""
 
 INTERRUPTED = "[no result: the host stopped before this tool call finished]"
 SUMMARY_HEADER = "[Summary of the earlier part of this conversation, written when it was compacted]"
@@ -102,7 +104,7 @@ class View:
 
     def context_tokens(self) -> int | None:
         """The context size by the provider's last count plus an estimate of what came since; None if uncounted."""
-        return None if self.reported is None else self.reported + self.added_chars // 4
+        return None if self.reported is None else self.reported + self.added_chars // CHARS_PER_TOKEN
 
 
 class Transcript:
