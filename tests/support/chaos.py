@@ -247,6 +247,8 @@ async def spawn_trial(base: Path, rng: random.Random) -> list[str]:
                 items = json.loads((await client.read_resource("spawn://events")).contents[0].text)["items"]  # type: ignore[union-attr]
     counts = Counter(item["run_id"] for item in items)
     failures += [f"run {run} announced {counts[run]} times" for run in runs if counts[run] != 1]
+    if not runs:
+        failures.append("no run was spawned before the kill")
     deadline = time.monotonic() + 5
     while alive_with(marker) and time.monotonic() < deadline:
         await anyio.sleep(0.1)
