@@ -307,3 +307,4 @@ def assert_clean(report: Report, calls: int) -> None:
     assert not report.defects, "\n".join(report.defects[:10])
     assert report.calls == calls
     assert report.outcomes["tool error"] > calls // 5, report.outcomes
+    assert report.outcomes["ok"] > 0, report.outcomes
