@@ -36,8 +36,9 @@ def parse_http(value: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
-def add_log_level(parser: argparse.ArgumentParser) -> None:
-    """The `--log-level` flag every server has (WARNING by default: INFO logs each refused call's text)."""
+def add_serve_flags(parser: argparse.ArgumentParser) -> None:
+    """The `--http` and `--log-level` flags every server has (log level WARNING by default: INFO logs refused calls)."""
+    parser.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     parser.add_argument(
         "--log-level", choices=LOG_LEVELS, default="WARNING", type=str.upper, help="stderr log level (default WARNING)"
     )

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hermitcrab.servers._common.paths import default_paths
-from hermitcrab.servers._common.serve import add_log_level, serve
+from hermitcrab.servers._common.serve import add_serve_flags, serve
 
 from .config import BrowserConfig
 from .origins import parse_origins
@@ -75,8 +75,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="every tool call ends within this; a page that does not answer by then is closed and replaced "
         "(default: 45, under the host's usual 60)",
     )
-    parser.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
-    add_log_level(parser)
+    add_serve_flags(parser)
     return parser.parse_args(argv)
 
 

@@ -9,7 +9,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from hermitcrab.servers._common.paths import default_paths
-from hermitcrab.servers._common.serve import add_log_level, serve
+from hermitcrab.servers._common.serve import add_serve_flags, serve
 
 from .server import DEFAULT_GRACE_S, build_server
 from .store import StoreUnreadable
@@ -33,8 +33,7 @@ def parser() -> argparse.ArgumentParser:
         help="after downtime, an overdue job runs once if its run is at most N seconds late, else it is recorded "
         "as missed (default %(default)s: 12 hours)",
     )
-    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
-    add_log_level(p)
+    add_serve_flags(p)
     return p
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hermitcrab.servers._common.paths import default_paths
-from hermitcrab.servers._common.serve import add_log_level, serve
+from hermitcrab.servers._common.serve import add_serve_flags, serve
 
 from .policy import DEFAULT_ALLOW, Policy
 from .runner import Limits
@@ -88,8 +88,7 @@ def parser() -> argparse.ArgumentParser:
         help="address-space limit per command; 0 for none (default %(default)s)",
     )
     p.add_argument("--state", type=Path, metavar="DIR", help=f"state directory (default {state})")
-    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
-    add_log_level(p)
+    add_serve_flags(p)
     return p
 
 

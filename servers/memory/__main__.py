@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from hermitcrab.servers._common.paths import default_paths
-from hermitcrab.servers._common.serve import add_log_level, serve
+from hermitcrab.servers._common.serve import add_serve_flags, serve
 
 from .embed import DEFAULT_EMBEDDER, DEFAULT_IDLE_S, EMBEDDER_HELP, make_embedder
 from .ranking import RankSettings
@@ -53,8 +53,7 @@ def _parser() -> argparse.ArgumentParser:
         default="hybrid",
         help="which legs to rank with (text-only and vector-only are for comparison)",
     )
-    parser.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
-    add_log_level(parser)
+    add_serve_flags(parser)
     return parser
 
 

@@ -11,7 +11,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from hermitcrab.servers._common.paths import default_paths
-from hermitcrab.servers._common.serve import add_log_level, serve
+from hermitcrab.servers._common.serve import add_serve_flags, serve
 
 from .launcher import parse_template
 from .manager import Commands, Limits
@@ -68,8 +68,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="S",
         help="default per-run timeout (default %(default)s)",
     )
-    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
-    add_log_level(p)
+    add_serve_flags(p)
     return p
 
 
