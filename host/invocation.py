@@ -125,10 +125,7 @@ def _render(messages: list[types.PromptMessage]) -> str:
 
 
 def _spawn_tool(pool: McpPool | None) -> str | None:
-    if pool is None:
-        return None
-    routes = pool.routes()
-    return next((name for name, r in routes.items() if r.tool == SPAWN_TOOL and pool.handles[r.server].ready), None)
+    return next(iter(pool.ready_routes(SPAWN_TOOL)), None) if pool is not None else None
 
 
 def _run_id(text: str) -> str:

@@ -347,6 +347,11 @@ class McpPool:
             routes[exposed] = _Route(server, tool.name, ToolSpec(exposed, description, dict(tool.input_schema)))
         return routes
 
+    def ready_routes(self, tool: str) -> dict[str, _Route]:
+        """The routes to `tool` on servers that are up now (several servers may offer it), keyed as in `routes`."""
+        routes = self.routes().items()
+        return {name: r for name, r in routes if r.tool == tool and self.handles[r.server].ready}
+
     def tool_specs(self) -> list[ToolSpec]:
         return [route.spec for route in self.routes().values()]
 

@@ -33,9 +33,7 @@ async def running_subagents(pool: McpPool | None, session_key: str) -> list[Suba
     if pool is None:
         return []
     found: list[Subagent] = []
-    for name, route in pool.routes().items():
-        if route.tool != LIST_TOOL or not pool.handles[route.server].ready:
-            continue
+    for name, route in pool.ready_routes(LIST_TOOL).items():
         with anyio.move_on_after(ASK_TIMEOUT_S):
             outcome = await pool.call(name, {"active_only": True}, session_key)
             if outcome.is_error:
