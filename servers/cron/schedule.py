@@ -14,7 +14,6 @@ from functools import cache
 from typing import cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
@@ -144,13 +143,6 @@ def interval_trigger(seconds: int, since: datetime, tz: str) -> IntervalTrigger:
 
 def date_trigger(at: datetime, tz: str) -> DateTrigger:
     return DateTrigger(run_date=at, timezone=zone(tz))
-
-
-def first_pending(trigger: BaseTrigger, cursor: datetime | None, since: datetime) -> datetime | None:
-    """The first fire time after the last handled one (`cursor`), or at or after `since` if none was handled."""
-    if cursor is None:
-        return trigger.get_next_fire_time(None, since)  # pyright: ignore[reportUnknownMemberType]
-    return trigger.get_next_fire_time(cursor, cursor)  # pyright: ignore[reportUnknownMemberType]
 
 
 def in_words(moment: datetime, tz: str, now: datetime) -> str:
