@@ -32,7 +32,6 @@ _SORT = spec(
     "-k= --key= -t= --field-separator= -S= --buffer-size= -o= --output= -T= --temporary-directory= --parallel= "
     "--sort= --random-source= --check?"
 )
-_SORT_CHECK = frozenset({"--check"})
 _UNIQ = spec(
     "-c -d -i -u -z --count --repeated --ignore-case --unique --zero-terminated --help --version -f= -s= -w= "
     "--skip-fields= --skip-chars= --check-chars= -D --all-repeated? --group?",
