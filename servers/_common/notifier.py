@@ -13,14 +13,15 @@ from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import ResourceUpdated, SubscriptionBus
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated, SubscriptionBus
 
 
 class Notifier:
-    """Tells listeners that `uri` changed; `install` adds the resources/subscribe handlers to a server."""
+    """Tells listeners that `uri` changed; pass `bus` as the server's `subscriptions=`, then `install` adds the
+    resources/subscribe handlers to that server."""
 
-    def __init__(self, bus: SubscriptionBus, uri: str) -> None:
-        self._bus = bus
+    def __init__(self, uri: str) -> None:
+        self.bus: SubscriptionBus = InMemorySubscriptionBus()
         self.uri = uri
         self._sessions: list[ServerSession] = []
 
@@ -44,7 +45,7 @@ class Notifier:
         return types.EmptyResult()
 
     async def changed(self) -> None:
-        await self._bus.publish(ResourceUpdated(uri=self.uri))
+        await self.bus.publish(ResourceUpdated(uri=self.uri))
         for session in list(self._sessions):
             try:
                 await session.send_resource_updated(self.uri)

@@ -10,7 +10,6 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.subscriptions import InMemorySubscriptionBus
 from pydantic import BaseModel, Field, ValidationError
 
 from hermitcrab.servers._common.arguments import describe_invalid
@@ -96,16 +95,16 @@ def build_server(
 ) -> MCPServer:
     """The cron server keeping its store in `state`; `backoff` is the webhook retry schedule in seconds."""
     store = Store(state)
-    bus = InMemorySubscriptionBus()
-    engine = Engine(store, RunLog(state), Notifier(bus, EVENTS_URI), grace_s, backoff, poll_s)
+    notifier = Notifier(EVENTS_URI)
+    engine = Engine(store, RunLog(state), notifier, grace_s, backoff, poll_s)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncGenerator[None]:
         async with engine.running():
             yield
 
-    server = GuardedServer("hermitcrab-cron", instructions=INSTRUCTIONS, lifespan=lifespan, subscriptions=bus)
-    engine.notifier.install(server)
+    server = GuardedServer("hermitcrab-cron", instructions=INSTRUCTIONS, lifespan=lifespan, subscriptions=notifier.bus)
+    notifier.install(server)
 
     def view(job: Job, now: datetime) -> JobView:
         moment, words = engine.next_in_words(job, now)

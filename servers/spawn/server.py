@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.subscriptions import InMemorySubscriptionBus
 from pydantic import BaseModel, Field
 
 from hermitcrab.servers._common.notifier import Notifier
@@ -92,8 +91,7 @@ class Acked(BaseModel):
 def build_server(state: Path, commands: Commands, limits: Limits | None = None) -> MCPServer:
     """The spawn server keeping its runs in `state`, starting them with `commands` within `limits`."""
     store = Store(state)
-    bus = InMemorySubscriptionBus()
-    notifier = Notifier(bus, EVENTS_URI)
+    notifier = Notifier(EVENTS_URI)
     manager = Manager(store, commands, limits or Limits(), notifier)
 
     @asynccontextmanager
@@ -101,7 +99,7 @@ def build_server(state: Path, commands: Commands, limits: Limits | None = None) 
         async with manager.running():
             yield
 
-    server = GuardedServer("hermitcrab-spawn", instructions=INSTRUCTIONS, lifespan=lifespan, subscriptions=bus)
+    server = GuardedServer("hermitcrab-spawn", instructions=INSTRUCTIONS, lifespan=lifespan, subscriptions=notifier.bus)
     notifier.install(server)
 
     @server.tool()
