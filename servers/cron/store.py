@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -18,7 +17,7 @@ from typing import TypeVar
 from filelock import FileLock
 from pydantic import BaseModel, Field, ValidationError
 
-from hermitcrab.servers._common.files import fsync_dir
+from hermitcrab.servers._common.files import atomic_write_text
 
 from .events import Item
 from .jobs import Job
@@ -121,23 +120,12 @@ class Store:
         self._write()
 
     def _write(self) -> None:
-        data = self.state.model_dump_json(indent=1).encode()
-        fd, temporary = tempfile.mkstemp(prefix=".cron.json.", suffix=".tmp", dir=self.directory)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            if self.path.exists():
-                link = self.backup.with_name(".cron.json.bak.tmp")
-                link.unlink(missing_ok=True)
-                os.link(self.path, link)  # a hard link: cron.json itself is never missing
-                os.replace(link, self.backup)
-            os.replace(temporary, self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-        fsync_dir(self.directory)
+        if self.path.exists():
+            link = self.backup.with_name(".cron.json.bak.tmp")
+            link.unlink(missing_ok=True)
+            os.link(self.path, link)  # a hard link: cron.json itself is never missing
+            os.replace(link, self.backup)
+        atomic_write_text(self.path, self.state.model_dump_json(indent=1))
         self._seen = self._identity()
 
 
