@@ -33,15 +33,6 @@ INSTRUCTIONS = (
     "(JSON items naming the session that spawned it) and hosts that listen are told, so there is no need to poll. "
     "Give each task everything the sub-agent needs: it cannot see this conversation or ask the user anything."
 )
-FINISHED_WORDS: dict[Status, str] = {
-    "ok": "ok",
-    "failed": "failed",
-    "timed_out": "timed out",
-    "killed": "killed",
-    "interrupted": "interrupted",
-    "queued": "queued",
-    "running": "running",
-}
 RunId = Annotated[str, Field(pattern=r"^[0-9a-zA-Z-]{1,64}$", description="A run's id, as sessions_spawn returned it.")]
 
 
@@ -240,7 +231,7 @@ def item(run: Run, run_dir: Path) -> dict[str, Any]:
     result = "\n".join(part for part in parts if part) or "(no output)"
     return {
         "id": run.id,
-        "text": f"[sub-agent {run.label} finished: {FINISHED_WORDS[run.status]}] {result}",
+        "text": f"[sub-agent {run.label} finished: {run.status.replace('_', ' ')}] {result}",
         "session": run.session,
         "kind": "subagent",
         "delivery": {"mode": "announce"},
