@@ -24,6 +24,11 @@ def quote(value: object, limit: int = QUOTE_CHARS) -> str:
     return f"{text[: limit - 40]!r}... ({len(text):,} characters)"
 
 
+def shorten(text: str, limit: int = QUOTE_CHARS) -> str:
+    """`text` cut to about `limit` characters, with a mark where it was cut."""
+    return text if len(text) <= limit else f"{text[: limit - 1]}\u2026"
+
+
 def describe_invalid(tool: str, error: ValidationError) -> str:
     """One or two lines saying which arguments of `tool` are wrong, by which rule, and what to do."""
     problems = [_problem(detail) for detail in error.errors(include_url=False)]

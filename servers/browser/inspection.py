@@ -10,7 +10,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ImageContent, ToolAnnotations
 from pydantic import Field
 
-from .limits import MAX_ELEMENT_CHARS, MAX_FILENAME_CHARS, MAX_REF_CHARS, shorten
+from hermitcrab.servers._common.arguments import shorten
+
+from .limits import MAX_ELEMENT_CHARS, MAX_FILENAME_CHARS, MAX_REF_CHARS
 from .outputs import output_path
 from .runner import Outcome, Runner
 from .tab import Tab

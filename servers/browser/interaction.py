@@ -12,7 +12,7 @@ from mcp_types import CallToolResult
 from playwright.async_api import Error as PlaywrightError
 from pydantic import BaseModel, Field
 
-from hermitcrab.servers._common.arguments import MAX_PATH_CHARS, quote
+from hermitcrab.servers._common.arguments import MAX_PATH_CHARS, quote, shorten
 from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
 
 from .limits import (
@@ -25,7 +25,6 @@ from .limits import (
     MAX_TEXT_CHARS,
     MAX_UPLOADS,
     MAX_VALUES,
-    shorten,
 )
 from .runner import Outcome, Runner, is_closed
 from .tab import Tab

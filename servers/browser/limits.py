@@ -18,9 +18,3 @@ MAX_VALUES = 1_000  # options to select
 MAX_FIELDS = 200  # fields filled in one call
 MAX_UPLOADS = 100
 MAX_FILENAME_CHARS = 255
-SHOWN_CHARS = 200  # of an element description repeated in a result
-
-
-def shorten(text: str, limit: int = SHOWN_CHARS) -> str:
-    """`text` cut to about `limit` characters, with a mark where it was cut."""
-    return text if len(text) <= limit else f"{text[: limit - 1]}…"

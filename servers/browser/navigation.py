@@ -15,10 +15,10 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import Field
 
-from hermitcrab.servers._common.arguments import quote
+from hermitcrab.servers._common.arguments import quote, shorten
 
 from . import report
-from .limits import MAX_URL_CHARS, MAX_WAIT_TEXT_CHARS, shorten
+from .limits import MAX_URL_CHARS, MAX_WAIT_TEXT_CHARS
 from .origins import NAVIGABLE_SCHEMES, OriginPolicy
 from .runner import Runner, tab_lines
 from .tab import Tab

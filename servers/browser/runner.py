@@ -16,8 +16,9 @@ from mcp_types import CallToolResult, ContentBlock
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
+from hermitcrab.servers._common.arguments import shorten
+
 from . import report
-from .limits import shorten
 from .session import Session
 from .snapshot import Snapshot, cap, diff, render
 from .tab import Tab

@@ -16,7 +16,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from playwright.async_api import ConsoleMessage, Dialog, Download, FileChooser, Frame, Locator, Page, Request
 from playwright.async_api import Error as PlaywrightError
 
-from .limits import shorten
+from hermitcrab.servers._common.arguments import shorten
+
 from .outputs import output_path
 from .snapshot import Snapshot
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskGroup
 
+from hermitcrab.servers._common.arguments import shorten
 from hermitcrab.servers._common.notifier import Notifier
 
 from .launcher import Child, fill
@@ -282,7 +283,7 @@ def _why(status: Status, code: int | None, run: Run) -> str | None:
 
 def _label_from(task: str) -> str:
     first = " ".join(task.split())
-    return first if len(first) <= 40 else first[:39] + "\u2026"
+    return shorten(first, 40)
 
 
 def _named_clis(cli: Mapping[str, tuple[str, ...]]) -> str:

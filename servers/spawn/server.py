@@ -14,6 +14,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from hermitcrab.servers._common.arguments import shorten
 from hermitcrab.servers._common.notifier import Notifier
 from hermitcrab.servers._common.server import GuardedServer
 
@@ -210,7 +211,7 @@ def view(run: Run) -> RunView:
         runtime=run.runtime,
         cli=run.cli,
         session=run.session,
-        task=run.task if len(run.task) <= 300 else run.task[:299] + "\u2026",
+        task=shorten(run.task, 300),
         created_at=run.created_at,
         started_at=run.started_at,
         finished_at=run.finished_at,
