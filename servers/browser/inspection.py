@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ImageContent, ToolAnnotations
+from playwright.async_api import Error as PlaywrightError
 from pydantic import Field
 
 from hermitcrab.servers._common.arguments import shorten
@@ -20,6 +23,20 @@ from .tab import Tab
 _READ_ONLY = ToolAnnotations(read_only_hint=True)
 _STATIC_TYPES = frozenset({"image", "stylesheet", "font", "media", "script", "manifest", "texttrack"})
 _MAX_LOG_LINES = 200
+_CAPTURE_ATTEMPTS = 3
+
+
+async def _capture(take: Callable[[], Awaitable[bytes]]) -> bytes:
+    """Chromium now and then refuses one capture ("Unable to capture screenshot") and takes the same picture a moment
+    later, so that refusal is retried instead of reported."""
+    for attempt in range(1, _CAPTURE_ATTEMPTS):
+        try:
+            return await take()
+        except PlaywrightError as error:
+            if "Unable to capture screenshot" not in error.message:
+                raise
+            await asyncio.sleep(0.1 * attempt)
+    return await take()
 
 
 def register(server: MCPServer, runner: Runner) -> None:
@@ -74,9 +91,10 @@ def register(server: MCPServer, runner: Runner) -> None:
         async def shoot(tab: Tab) -> Outcome:
             quality = 80 if type == "jpeg" else None
             if ref is not None:
-                data = await tab.locator(ref, element).screenshot(type=type, quality=quality)
+                locator = tab.locator(ref, element)
+                data = await _capture(lambda: locator.screenshot(type=type, quality=quality))
             else:
-                data = await tab.page.screenshot(type=type, quality=quality, full_page=fullPage)
+                data = await _capture(lambda: tab.page.screenshot(type=type, quality=quality, full_page=fullPage))
             note = f"Screenshot of {shorten(element or ref or ('the full page' if fullPage else 'the viewport'))}"
             if filename is not None:
                 path = output_path(config.output_dir, filename, "screenshot", f".{'jpg' if type == 'jpeg' else 'png'}")
