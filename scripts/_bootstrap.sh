@@ -1,4 +1,5 @@
-# Shared by scripts/run and scripts/test: create .venv with Python >= 3.11 and install hermitcrab into it.
+# Shared by scripts/run, scripts/test and scripts/check: create .venv with Python >= 3.11 and install hermitcrab into it
+# with the extras given as $1 (each caller installs [all], every part, plus what it needs on top).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
