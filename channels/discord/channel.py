@@ -185,14 +185,13 @@ class DiscordChannel:
 
     async def _take(self, message: discord.Message, conversation: str) -> None:
         user = str(message.author.id)
-        me = self.client.user
-        mentioned = me is not None and me in message.mentions
+        addressing = _addressing(message, self.client.user)
         answering = self._asking.get((conversation, user), 0) > 0
         guild_id = message.guild.id if message.guild else getattr(message.channel, "guild_id", None)
-        chat = await self._admit(_where(message.channel, guild_id), user, mentioned or answering, message)
+        chat = await self._admit(_where(message.channel, guild_id), user, addressing is not None or answering, message)
         if chat is None:
             return
-        text = re.sub(rf"<@!?{me.id}>", "", message.content).strip() if me else message.content
+        text = addressing.sub("", message.content).strip() if addressing else message.content
         extra = await describe(message.attachments, self._inbox, message.id, self._max_text_bytes)
         text = "\n\n".join(part for part in (text, extra) if part)
         if text:
@@ -271,6 +270,17 @@ def _where(channel: object, guild_id: int | None, channel_id: int | None = None)
     parent = channel.parent_id if isinstance(channel, discord.Thread) else None
     ident = channel_id if channel_id is not None else getattr(channel, "id", 0)
     return Where(str(guild_id) if guild_id else None, str(ident), str(parent) if parent else None)
+
+
+def _addressing(message: discord.Message, me: discord.ClientUser | None) -> re.Pattern[str] | None:
+    """The markup by which a message addresses the bot, or None when it doesn't: a mention of the bot itself, or of
+    the role Discord manages for it (the @ picker often offers that role first, under the bot's own name)."""
+    if me is None:
+        return None
+    roles = [role.id for role in message.role_mentions if role.tags is not None and role.tags.bot_id == me.id]
+    if me not in message.mentions and not roles:
+        return None
+    return re.compile("|".join([rf"<@!?{me.id}>", *(f"<@&{role}>" for role in roles)]))
 
 
 class _Client(discord.Client):

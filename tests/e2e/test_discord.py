@@ -15,8 +15,10 @@ import pytest
 
 from tests.support.fake_discord import (
     BOT_ID,
+    BOT_ROLE,
     GUILD_CHANNEL,
     GUILD_ID,
+    MODERATORS,
     OWNER,
     STRANGER,
     THREAD,
@@ -148,6 +150,21 @@ def test_a_guild_message_needs_a_mention_and_its_channel_and_threads_get_their_o
     sessions = json.loads((hermitcrab_home / "state" / "sessions" / "sessions.json").read_text())
     assert set(sessions) == {f"discord:group:{GUILD_CHANNEL}", f"discord:thread:{THREAD}"}
     assert GUILD_CHANNEL in discord_api.typing
+
+
+def test_mentioning_the_role_discord_made_for_the_bot_counts_as_a_mention_and_another_role_does_not(
+    start, discord_api: FakeDiscord, llm: FakeLLM
+):
+    host = start()
+    llm.enqueue(openai_text("At your service."))
+    to_the_moderators = discord_api.user_says(OWNER, "mods, a look please", guild=True, role=MODERATORS)
+    to_the_bots_role = discord_api.user_says(OWNER, "are you there?", guild=True, role=BOT_ROLE)
+
+    reply = first_reply(discord_api, to_the_bots_role)
+    stop(host)
+    assert reply.content == "At your service."
+    assert discord_api.replies_to(to_the_moderators) == []
+    assert user_texts(llm) == ["are you there?"]  # the role's markup is stripped like a mention
 
 
 def test_a_5000_character_reply_with_a_code_block_arrives_as_three_messages_with_fences_intact(

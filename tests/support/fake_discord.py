@@ -32,6 +32,8 @@ BOT_ID = "900000000000000001"
 GUILD_ID = "800000000000000001"
 GUILD_CHANNEL = "800000000000000002"
 THREAD = "800000000000000003"
+BOT_ROLE = "800000000000000004"  # the role Discord manages for the bot, named like it
+MODERATORS = "800000000000000005"
 TOKEN = "fake-bot-token"
 OWNER = "700000000000000001"
 STRANGER = "700000000000000002"
@@ -105,8 +107,10 @@ class FakeDiscord:
         message_id: str | None = None,
         bot: bool = False,
         thread: bool = False,
+        role: str | None = None,
     ) -> str:
-        """A user writes in their DM with the bot, in the guild channel or in its thread; returns the message id."""
+        """A user writes in their DM with the bot, in the guild channel or in its thread; returns the message id.
+        `mention` mentions the bot, `role` the guild role with that id."""
         message_id = message_id or self.snowflake()
         guild = guild or thread
         channel = THREAD if thread else GUILD_CHANNEL if guild else self.dm_channel(user)
@@ -114,13 +118,13 @@ class FakeDiscord:
             "id": message_id,
             "channel_id": channel,
             "author": _user(user, bot=bot),
-            "content": f"<@{BOT_ID}> {content}" if mention else content,
+            "content": "".join([f"<@{BOT_ID}> " if mention else "", f"<@&{role}> " if role else "", content]),
             "timestamp": _now(),
             "edited_timestamp": None,
             "tts": False,
             "mention_everyone": False,
             "mentions": [_user(BOT_ID, bot=True)] if mention else [],
-            "mention_roles": [],
+            "mention_roles": [role] if role else [],
             "attachments": [self._attachment(name, kind, body) for name, kind, body in attachments],
             "embeds": [],
             "pinned": False,
@@ -398,6 +402,23 @@ def _application() -> Json:
     }
 
 
+def _role(ident: str, name: str, tags: Json | None = None) -> Json:
+    role: Json = {
+        "id": ident,
+        "name": name,
+        "permissions": "0",
+        "position": 1,
+        "color": 0,
+        "hoist": False,
+        "managed": tags is not None,
+        "mentionable": True,
+        "flags": 0,
+    }
+    if tags is not None:
+        role["tags"] = tags
+    return role
+
+
 def _guild() -> Json:
     return {
         "id": GUILD_ID,
@@ -416,7 +437,9 @@ def _guild() -> Json:
                 "managed": False,
                 "mentionable": False,
                 "flags": 0,
-            }
+            },
+            _role(BOT_ROLE, "hermitcrab", tags={"bot_id": BOT_ID}),
+            _role(MODERATORS, "moderators"),
         ],
         "channels": [
             {
