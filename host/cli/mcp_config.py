@@ -9,14 +9,23 @@ from typing import Annotated
 import typer
 
 from ..config import home_dir
-from .servers import OWN_SERVERS, server_entry
+from .servers import OWN_SERVERS, portable_entry, server_entry
 
 
-def mcp_config(name: Annotated[str, typer.Argument(help=f"One of: {', '.join(OWN_SERVERS)}")]) -> None:
+def mcp_config(
+    name: Annotated[str, typer.Argument(help=f"One of: {', '.join(OWN_SERVERS)}")],
+    portable: Annotated[
+        bool,
+        typer.Option(
+            "--portable", help="An entry for any machine with uv (`uvx --from hermitcrab[NAME]`), not this install."
+        ),
+    ] = False,
+) -> None:
     """Print the mcpServers entry to paste into claude_desktop_config.json (or any MCP host)."""
     if name not in OWN_SERVERS:
         raise typer.BadParameter(f"unknown server {name!r}; choose one of: {', '.join(OWN_SERVERS)}")
-    typer.echo(json.dumps({"mcpServers": {name: server_entry(name, home_dir(os.environ))}}, indent=2))
+    entry = portable_entry(name) if portable else server_entry(name, home_dir(os.environ))
+    typer.echo(json.dumps({"mcpServers": {name: entry}}, indent=2))
 
 
 def register(app: typer.Typer) -> None:

@@ -7,6 +7,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..server_settings import FACTS
+
 OWN_SERVERS = ("memory", "exec", "browser", "cron", "spawn")
 
 
@@ -28,10 +30,16 @@ def server_entry(name: str, home: Path) -> dict[str, str | list[str]]:
     workspace, state = str(home / "workspace"), ["--state", str(home / "state" / name)]
     args = {
         "memory": ["--workspace", workspace, *state],
-        "exec": ["--root", workspace, *state, "--risk-tiers"],  # asks before changes, every time before deletes
+        "exec": ["--root", workspace, *state, *FACTS["exec"].switches],
         "browser": ["--root", workspace, *state],  # uploads come only from the workspace
         "cron": state,
         # the agent runtime is this host's own `subagent` command, pinned to this home like the servers
         "spawn": [*state, "--agent", shlex.join([_script("hermitcrab"), "subagent", "--home", str(home)])],
     }
     return {"command": launch_command(name), "args": args[name]}
+
+
+def portable_entry(name: str) -> dict[str, str | list[str]]:
+    """An `mcpServers` entry that works on any machine with uv: `uvx` installs the server's extra on first use, and
+    paths are left to that machine's default home (~/.hermitcrab)."""
+    return {"command": "uvx", "args": ["--from", f"hermitcrab[{name}]", f"hermitcrab-{name}", *FACTS[name].switches]}
