@@ -239,10 +239,14 @@ def preflight(program: Program) -> list[str]:
     if not (program.home / "config.toml").exists():
         return [f"no config.toml in {program.home}: run `hermitcrab init` before the service starts"]
     try:
-        load_settings({"HERMITCRAB_HOME": str(program.home), "PATH": program.path}).require_provider()
+        settings = load_settings({"HERMITCRAB_HOME": str(program.home), "PATH": program.path})
     except ConfigError as exc:
-        first = str(exc).splitlines()[0]
-        return [f"the service will not see your shell's variables, and then: {first} (put keys in config.toml)"]
+        return [f"`hermitcrab run` will stop at once: {exc}"]
+    if not settings.providers:
+        return [
+            "with only HERMITCRAB_HOME and PATH no model provider is configured: add a [[providers]] table with "
+            f"api_key = ... to {settings.config_file}"
+        ]
     return []
 
 
