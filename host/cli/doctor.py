@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from ..config import ProviderProfile, Settings, load_settings
 from ..errors import ConfigError
 from ..persona import BOOTSTRAP_ORDER
 from ..pool import MAX_SAME_FAILURES, McpPool, ServerHandle
+from ..service import ServiceError, manager_for
 from ..skills import discover, pool_tools
 from .options import McpConfigOption
 
@@ -63,6 +65,7 @@ async def run_checks(settings: Settings) -> list[Check]:
     checks.extend(await _server_checks(settings))
     checks.append(_sandbox_check())
     checks.append(_optional_tool("chromium", "browser", "apt-get install chromium (needed by the browser server)"))
+    checks.append(_service_check())
     return checks
 
 
@@ -173,6 +176,18 @@ def _sandbox_check() -> Check:
         "sandbox-exec",
         fatal=False,
     )
+
+
+def _service_check() -> Check:
+    """Whether `hermitcrab run` is installed as a user service, and running; optional, so never fatal."""
+    try:
+        manager = manager_for(os.environ)
+    except ServiceError as exc:
+        return Check("service", "hermitcrab run", True, str(exc), fatal=False)
+    if not manager.path.exists():
+        return Check("service", "installed", True, "no: `hermitcrab service install` keeps it running", fatal=False)
+    state = manager.state()
+    return Check("service", str(manager.path), state.running is True, "; ".join(state.lines), fatal=False)
 
 
 def _optional_tool(binary: str, area: str, hint: str) -> Check:

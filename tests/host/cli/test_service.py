@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import plistlib
+import re
 import shutil
 import stat
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from hermitcrab.host.cli import doctor
 from hermitcrab.host.cli.app import app, main
 from hermitcrab.host.service import (
     Command,
@@ -293,3 +295,16 @@ def test_every_service_command_has_help(command: list[str]):
     result = runner.invoke(app, ["service", *command, "--help"])
 
     assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_doctor_says_whether_the_service_is_installed_and_running(
+    user_home: Path, systemctl: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(doctor.console, "width", 400)  # one table row per line
+    before = runner.invoke(app, ["doctor"])
+    runner.invoke(app, ["service", "install", "--no-start"])
+
+    after = runner.invoke(app, ["doctor"])
+
+    assert re.search(r"ok .* service .* installed .* no: `hermitcrab service install` keeps it running", before.stdout)
+    assert re.search(rf"ok .* service .* {unit_path(user_home)} .* running: yes \(pid 4242\)", after.stdout)
