@@ -64,17 +64,34 @@ class State:
 
 
 class ServiceManager(Protocol):
-    """One platform's service manager; every method only describes, `install` and friends below act."""
+    """One platform's service manager: its file, the commands around it (`run_commands` runs them), its state."""
 
-    path: Path
-    logs: str
+    path: Path  # the one file install writes and uninstall removes
+    logs: str  # how to read the service's output
 
-    def render(self, program: Program) -> str: ...
-    def start(self) -> list[Command]: ...
-    def stop(self) -> list[Command]: ...
-    def forget(self) -> list[Command]: ...
-    def state(self) -> State: ...
-    def notes(self) -> list[str]: ...
+    def render(self, program: Program) -> str:
+        """The file's content: `program` restarted on failure, its output where `logs` finds it."""
+        ...
+
+    def start(self) -> list[Command]:
+        """(Re)start the service from the file just written."""
+        ...
+
+    def stop(self) -> list[Command]:
+        """Stop it and keep it from starting again, before the file is removed."""
+        ...
+
+    def forget(self) -> list[Command]:
+        """Tell the manager the file is gone."""
+        ...
+
+    def state(self) -> State:
+        """Whether it runs and how it last exited, as the manager says now."""
+        ...
+
+    def notes(self) -> list[str]:
+        """What the user may still want to do once it is installed."""
+        ...
 
 
 class Systemd:
