@@ -60,13 +60,18 @@ def mcpb_validate(folder: Path) -> subprocess.CompletedProcess[str]:
 
 @needs_mcpb
 @pytest.mark.parametrize("name", OWN_SERVERS)
-def test_the_official_cli_validates_every_bundle(bundles: Path, tmp_path: Path, name: str):
-    folder, manifest = unpack(bundles, name, tmp_path)
+def test_the_official_cli_unpacks_and_validates_every_bundle(bundles: Path, tmp_path: Path, name: str):
+    folder = tmp_path / name
+    unpacked = subprocess.run(
+        [str(MCPB), "unpack", str(bundles / f"{name}.mcpb"), str(folder)], capture_output=True, text=True, timeout=60
+    )
+    assert unpacked.returncode == 0, unpacked.stdout + unpacked.stderr
 
     result = mcpb_validate(folder)
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Manifest schema validation passes" in result.stdout
+    manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["manifest_version"] == "0.4" and manifest["server"]["type"] == "uv"
 
 
