@@ -116,8 +116,9 @@ async def listed_tools(name: str) -> list[dict[str, str]]:
             with anyio.fail_after(LIST_TIMEOUT_S):
                 async with Client(params) as client:
                     listed = (await client.list_tools()).tools
-        except Exception as exc:
-            raise ToolServerError(f"could not list the tools of hermitcrab-{name} ({exc})") from exc
+        except Exception as exc:  # its own reason (a missing extra, a bad flag) went to stderr, above this line
+            failed = f"hermitcrab-{name} did not start and list its tools, so no bundle was written"
+            raise ToolServerError(failed) from exc
     return [{"name": tool.name, "description": tool.description or ""} for tool in listed]
 
 

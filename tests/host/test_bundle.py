@@ -23,7 +23,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from typer.testing import CliRunner
 
-from hermitcrab.host.cli.app import app
+from hermitcrab.host.cli.app import app, main
 from hermitcrab.host.cli.servers import OWN_SERVERS
 from hermitcrab.host.server_settings import FACTS
 from tests.support.processes import help_of
@@ -154,4 +154,21 @@ def test_an_unknown_server_is_a_clear_error(tmp_path: Path):
 
     assert result.exit_code == 2
     assert "unknown server 'toaster'" in result.output
+    assert not (tmp_path / "dist").exists()
+
+
+def test_a_server_that_does_not_start_is_one_line_and_no_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """As when the server's extra is not installed: its process exits at once, saying why on stderr."""
+    monkeypatch.setattr("hermitcrab.host.bundle.launch_command", lambda name: "/bin/false")
+    monkeypatch.setattr(sys, "argv", ["hermitcrab", "bundle", "cron", "--out", str(tmp_path / "dist")])
+
+    with pytest.raises(SystemExit) as exited:
+        main()
+
+    assert exited.value.code == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: hermitcrab-cron did not start and list its tools, so no bundle was written"
+    )
     assert not (tmp_path / "dist").exists()
