@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import sys
-import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
@@ -17,10 +16,9 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-ROOT = Path(__file__).parents[1]
+from tests.support.extras import CORE, EXTRAS, PROJECT, ROOT
+
 PACKAGE_FOLDERS = ("host", "servers", "channels", "workspace")
-PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-TOOLING_EXTRAS = ("test", "dev")
 
 
 def part_of(path: Path) -> str:
@@ -59,12 +57,6 @@ def imported_by_part() -> dict[str, dict[str, set[str]]]:
     return found
 
 
-def names(requirements: list[str]) -> set[str]:
-    return {canonicalize_name(Requirement(requirement).name) for requirement in requirements}
-
-
-CORE = names(PROJECT["dependencies"])
-EXTRAS = {extra: names(reqs) for extra, reqs in PROJECT["optional-dependencies"].items() if extra != "all"}
 PARTS = sorted({part_of(path) for folder in PACKAGE_FOLDERS for path in (ROOT / folder).rglob("*.py")} - {"core"})
 IMPORTED = imported_by_part()
 
@@ -86,7 +78,7 @@ def test_a_part_declares_nothing_it_does_not_import(part: str):
 
 
 def test_every_part_has_its_extra_and_all_is_every_part():
-    assert set(EXTRAS) - set(TOOLING_EXTRAS) == set(PARTS)
+    assert set(EXTRAS) == set(PARTS)
     (everything,) = [Requirement(requirement) for requirement in PROJECT["optional-dependencies"]["all"]]
     assert everything.name == PROJECT["name"]
     assert everything.extras == set(PARTS)

@@ -9,12 +9,18 @@ from __future__ import annotations
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from hermitcrab.channels.discord import Access, DiscordChannel, LoginRefused, point_at
 from hermitcrab.channels.pairing import PairingStore
 
 from ..config import Settings
 from ..errors import ConfigError
 from ..gateway import Gateway
+
+try:
+    from hermitcrab.channels.discord import Access, DiscordChannel, LoginRefused, point_at
+except ModuleNotFoundError as missing:  # a core install: discord.py comes with the discord extra
+    raise ConfigError(
+        "a Discord bot token is configured but the discord extra is not installed: pip install 'hermitcrab[discord]'"
+    ) from missing
 
 
 async def start(token: str, settings: Settings, gateway: Gateway, group: TaskGroup) -> None:

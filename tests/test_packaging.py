@@ -1,0 +1,143 @@
+"""Each server installs alone: the wheel, installed with one server's extra into a fresh venv, runs that server and
+holds none of the other parts' packages; installed bare, it says which extra a server needs.
+
+The slow packaging test: it builds the wheel once and makes a venv per extra with uv, in parallel, installing from
+PyPI (about 10 s with a cold uv cache, 3 s with a warm one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+from packaging.utils import canonicalize_name
+from uv import find_uv_bin
+
+from tests.support.extras import CORE, EXTRAS, ROOT
+
+pytestmark = [pytest.mark.packaging, pytest.mark.timeout(600)]
+
+SERVERS = sorted(path.parent.name for path in (ROOT / "servers").glob("*/__main__.py"))
+NEEDING_AN_EXTRA = [server for server in SERVERS if EXTRAS[server]]
+SOURCES = ("pyproject.toml", "README.md", "host", "servers", "channels", "workspace")
+FULL_INSTALL = Path(sys.executable).parent
+
+
+def uv(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """Run uv; it never downloads a Python of its own here, and its cache (UV_CACHE_DIR) is shared across runs."""
+    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "NO_COLOR": "1"}
+    result = subprocess.run([find_uv_bin(), *map(str, args)], capture_output=True, text=True, env=env, timeout=500)
+    assert result.returncode == 0, f"uv {' '.join(map(str, args))} failed:\n{result.stderr}"
+    return result
+
+
+def build_wheel(folder: Path) -> Path:
+    """The wheel of a copy of the sources, so that no stale build/ of the checkout slips into it."""
+    source = folder / "source"
+    source.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(ROOT / name, source / name)
+    uv("build", "--quiet", "--wheel", "--out-dir", folder / "dist", source)
+    (wheel,) = (folder / "dist").glob("hermitcrab-*.whl")
+    return wheel
+
+
+def make_venv(venv: Path, wheel: Path, extra: str | None) -> Path:
+    """A fresh venv holding the wheel with `extra` (None: the core install alone)."""
+    uv("venv", "--quiet", "--python", sys.executable, venv)
+    requirement = f"hermitcrab{f'[{extra}]' if extra else ''} @ {wheel.as_uri()}"
+    installed = uv("pip", "install", "--python", venv / "bin" / "python", requirement)
+    assert "warning" not in installed.stderr.lower(), installed.stderr
+    return venv
+
+
+@pytest.fixture(scope="module")
+def venvs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A venv per server extra, named by it, plus "core" without any extra."""
+    wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
+    root = tmp_path_factory.mktemp("venvs")
+    wanted: dict[str, str | None] = {"core": None, **{server: server for server in SERVERS}}
+    with ThreadPoolExecutor(len(wanted)) as pool:
+        made = pool.map(lambda name: make_venv(root / name, wheel, wanted[name]), wanted)
+        return dict(zip(wanted, made, strict=True))
+
+
+def distributions(venv: Path) -> set[str]:
+    listed = json.loads(uv("pip", "list", "--python", venv / "bin" / "python", "--format", "json").stdout)
+    return {canonicalize_name(entry["name"]) for entry in listed}
+
+
+async def tool_names(command: Path, *args: str) -> list[str]:
+    """The tools a server started as `command` over stdio lists."""
+    async with Client(StdioServerParameters(command=str(command), args=list(args), env=dict(os.environ))) as client:
+        return sorted(tool.name for tool in (await client.list_tools()).tools)
+
+
+def run(command: Sequence[str | Path], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(map(str, command)), capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env, timeout=60
+    )
+
+
+@pytest.mark.parametrize("server", SERVERS)
+async def test_a_server_installed_with_its_extra_alone_lists_the_tools_of_the_full_install(
+    venvs: dict[str, Path], server: str
+):
+    alone = await tool_names(venvs[server] / "bin" / f"hermitcrab-{server}")
+
+    assert alone, f"hermitcrab-{server} listed no tools"
+    assert alone == await tool_names(FULL_INSTALL / f"hermitcrab-{server}")
+
+
+@pytest.mark.parametrize("venv", ["core", *SERVERS])
+def test_a_venv_holds_its_extra_and_none_of_the_other_parts(venvs: dict[str, Path], venv: str):
+    own = EXTRAS.get(venv, set())
+    others = set().union(*(names for extra, names in EXTRAS.items() if extra != venv)) - own - CORE
+
+    installed = distributions(venvs[venv])
+
+    assert own | CORE | {"hermitcrab"} <= installed
+    assert not installed & others, f"the {venv} venv holds other parts' packages: {sorted(installed & others)}"
+
+
+@pytest.mark.parametrize("server", NEEDING_AN_EXTRA)
+def test_a_server_on_the_core_install_names_its_extra_in_one_line_and_exits_2(venvs: dict[str, Path], server: str):
+    result = run([venvs["core"] / "bin" / f"hermitcrab-{server}"])
+
+    assert result.returncode == 2
+    assert result.stderr == f"hermitcrab-{server} needs the {server} extra: pip install 'hermitcrab[{server}]'\n"
+
+
+def test_run_with_a_discord_token_on_the_core_install_names_the_discord_extra_in_one_line(
+    venvs: dict[str, Path], hermitcrab_home: Path, tmp_path: Path
+):
+    (hermitcrab_home / "config.toml").write_text("[heartbeat]\nevery_minutes = 0\n")
+    no_servers = tmp_path / "mcp.json"
+    no_servers.write_text('{"mcpServers": {}}')
+    env = {
+        **os.environ,
+        "HERMITCRAB_PROVIDER": "openai",
+        "HERMITCRAB_LLM_BASE_URL": "http://127.0.0.1:9/v1",
+        "HERMITCRAB_LLM_API_KEY": "sk-unused",
+        "HERMITCRAB_MODEL": "unused",
+        "DISCORD_TOKEN": "a-bot-token",
+    }
+
+    result = run([venvs["core"] / "bin" / "hermitcrab", "run", "--mcp-config", no_servers], env)
+
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "error: a Discord bot token is configured but the discord extra is not installed: "
+        "pip install 'hermitcrab[discord]'"
+    ]
