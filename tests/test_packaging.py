@@ -2,14 +2,12 @@
 holds none of the other parts' packages; installed bare, it says which extra a server needs.
 
 The slow packaging test: it builds the wheel once and makes a venv per extra with uv, in parallel, installing from
-PyPI (about 10 s with a cold uv cache, 3 s with a warm one).
+PyPI through uv's cache (bench/extras.py times it, cold and warm, against pip).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -18,48 +16,15 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
-from packaging.utils import canonicalize_name
-from uv import find_uv_bin
 
 from tests.support.extras import CORE, EXTRAS, ROOT
+from tests.support.wheel import build_wheel, distributions, make_venv
 
 pytestmark = [pytest.mark.packaging, pytest.mark.timeout(600)]
 
 SERVERS = sorted(path.parent.name for path in (ROOT / "servers").glob("*/__main__.py"))
 NEEDING_AN_EXTRA = [server for server in SERVERS if EXTRAS[server]]
-SOURCES = ("pyproject.toml", "README.md", "host", "servers", "channels", "workspace")
 FULL_INSTALL = Path(sys.executable).parent
-
-
-def uv(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """Run uv; it never downloads a Python of its own here, and its cache (UV_CACHE_DIR) is shared across runs."""
-    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "NO_COLOR": "1"}
-    result = subprocess.run([find_uv_bin(), *map(str, args)], capture_output=True, text=True, env=env, timeout=500)
-    assert result.returncode == 0, f"uv {' '.join(map(str, args))} failed:\n{result.stderr}"
-    return result
-
-
-def build_wheel(folder: Path) -> Path:
-    """The wheel of a copy of the sources, so that no stale build/ of the checkout slips into it."""
-    source = folder / "source"
-    source.mkdir()
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(ROOT / name, source / name)
-    uv("build", "--quiet", "--wheel", "--out-dir", folder / "dist", source)
-    (wheel,) = (folder / "dist").glob("hermitcrab-*.whl")
-    return wheel
-
-
-def make_venv(venv: Path, wheel: Path, extra: str | None) -> Path:
-    """A fresh venv holding the wheel with `extra` (None: the core install alone)."""
-    uv("venv", "--quiet", "--python", sys.executable, venv)
-    requirement = f"hermitcrab{f'[{extra}]' if extra else ''} @ {wheel.as_uri()}"
-    installed = uv("pip", "install", "--python", venv / "bin" / "python", requirement)
-    assert "warning" not in installed.stderr.lower(), installed.stderr
-    return venv
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +38,9 @@ def venvs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         return dict(zip(wanted, made, strict=True))
 
 
-def distributions(venv: Path) -> set[str]:
-    listed = json.loads(uv("pip", "list", "--python", venv / "bin" / "python", "--format", "json").stdout)
-    return {canonicalize_name(entry["name"]) for entry in listed}
-
-
-async def tool_names(command: Path, *args: str) -> list[str]:
+async def tool_names(command: Path) -> list[str]:
     """The tools a server started as `command` over stdio lists."""
-    async with Client(StdioServerParameters(command=str(command), args=list(args), env=dict(os.environ))) as client:
+    async with Client(StdioServerParameters(command=str(command), env=dict(os.environ))) as client:
         return sorted(tool.name for tool in (await client.list_tools()).tools)
 
 
