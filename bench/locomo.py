@@ -16,94 +16,39 @@ results, hit@10 from a second one with 10.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 import _memory_locomo as locomo
+from _memory_bench import SYSTEMS, Tally, header, search, serve
 from _memory_openclaw import ClassicIndex
 
 from hermitcrab.servers.memory.embed import make_embedder
-
-SYSTEMS = {
-    "ours": [],
-    "ours-bm25": ["--embedder", "none"],  # our ranking without vectors
-    "bm25": ["--embedder", "none", "--search", "text"],
-    "vector": ["--search", "vector"],
-    "ours-e5": ["--embedder", "e5"],  # not in the default run: the slower embedder, with its own model
-}
-
-
-@dataclass
-class Tally:
-    """Per-system totals over every question of every conversation."""
-
-    questions: int = 0
-    hit6: int = 0
-    hit10: int = 0
-    all6: int = 0
-    chars6: int = 0
-    latencies: list[float] = field(default_factory=list)
-    index_seconds: list[float] = field(default_factory=list)
-    by_category: dict[int, list[bool]] = field(default_factory=dict)
-
-    def add(self, question: locomo.Question, top6: list[str], top10: list[str]) -> None:
-        """Score one question from the snippets of a 6-result and a 10-result search."""
-        hit6, all6 = locomo.score(top6, question, 6)
-        self.questions += 1
-        self.hit6 += hit6
-        self.all6 += all6
-        self.hit10 += locomo.score(top10, question, 10)[0]
-        self.chars6 += sum(len(snippet) for snippet in top6[:6])
-        self.by_category.setdefault(question.category, []).append(hit6)
-
-    def row(self, name: str, over: str) -> str:
-        n = max(self.questions, 1)
-        lat = sorted(self.latencies)
-        p50 = f"{statistics.median(lat) * 1000:.1f}" if lat else "-"
-        p99 = f"{lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000:.1f}" if lat else "-"
-        index = (
-            f"{statistics.mean(self.index_seconds):.2f} / {max(self.index_seconds):.2f}" if self.index_seconds else "-"
-        )
-        return (
-            f"| {name} | {self.hit6 / n:.3f} | {self.hit10 / n:.3f} | {self.all6 / n:.3f} | {self.chars6 / n:.0f} "
-            f"| {index} | {p50} | {p99} | {over} |"
-        )
 
 
 async def run_server(
     name: str, flags: list[str], workspace: Path, state: Path, questions: list[locomo.Question], tally: Tally
 ) -> None:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "hermitcrab.servers.memory", "--workspace", str(workspace), "--state", str(state), *flags],
-    )
-    async with Client(params) as client:
-        await client.call_tool("memory_search", {"query": "warm up"})  # waits for the first full index
-        status = (await client.call_tool("memory_status", {})).structured_content or {}
-        tally.index_seconds.append(float(status.get("last_sync_seconds", 0.0)))
+    async with serve(flags, workspace, state, tally) as client:
         for question in questions:
             started = time.perf_counter()
             top6 = await search(client, question.text, 6)
             tally.latencies.append(time.perf_counter() - started)
-            tally.add(question, top6, await search(client, question.text, 10))
+            add(tally, question, top6, await search(client, question.text, 10))
         await check_append_is_found(client, name)
 
 
-async def search(client: Client, query: str, k: int) -> list[str]:
-    """The snippets of `memory_search` asked for `k` results, as a model would see them."""
-    result = await client.call_tool("memory_search", {"query": query, "max_results": k})
-    results: list[dict[str, Any]] = (result.structured_content or {}).get("results", [])
-    return [item["snippet"] for item in results]
+def add(tally: Tally, question: locomo.Question, top6: list[str], top10: list[str]) -> None:
+    """Score one question from the snippets of a 6-result and a 10-result search."""
+    hit6, all6 = locomo.score(top6, question, 6)
+    tally.add(locomo.CATEGORIES[question.category], top6, hit6, all6, locomo.score(top10, question, 10)[0])
 
 
 async def check_append_is_found(client: Client, name: str) -> None:
@@ -125,7 +70,7 @@ def run_classic(workspace: Path, questions: list[locomo.Question], tally: Tally,
         began = time.perf_counter()
         snippets = index.search(question.text, 10)
         tally.latencies.append(time.perf_counter() - began)
-        tally.add(question, snippets[:6], snippets)
+        add(tally, question, snippets[:6], snippets)
 
 
 def main() -> None:
@@ -165,15 +110,13 @@ def main() -> None:
                     file=sys.stderr,
                 )
     print(f"\nLoCoMo, {len(names)} conversations, {tallies[systems[0]].questions} questions (categories 1-4)\n")
-    print("| system | hit@6 | hit@10 | all-evidence@6 | chars@6 | index s (mean / max) | p50 ms | p99 ms | via |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(header(with_hit10=True))
     for system in systems:
         over = "in-process" if system == "classic" else "stdio MCP"
         print(tallies[system].row(system, over))
     ours = tallies.get(systems[0])
     if ours is not None:
-        parts = [f"{c}: {sum(v) / len(v):.2f} ({len(v)})" for c, v in sorted(ours.by_category.items())]
-        print(f"\n{systems[0]} hit@6 by category: " + ", ".join(parts))
+        print(f"\n{systems[0]} hit@6 by category: {ours.kinds()}")
 
 
 if __name__ == "__main__":

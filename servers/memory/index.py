@@ -228,7 +228,7 @@ class MemoryIndex:
         dates = {rel: record.date for rel, record in self.files.items()}
         results: list[Result] = select(ranked, chunks, dates, limit, self.settings)
         return [
-            result.as_dict(chunks[result.path], self.settings.neighbour_chars)
+            result.as_dict(chunks[result.path], self.settings.neighbour_chars, self.lexical.term_weights(query))
             for result in results
             if result.score >= min_score
         ]

@@ -8,11 +8,13 @@ only towards neighbours likely to matter, and none repeats what another shows.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from .chunking import Chunk
+from .lexical import analyze
 from .rerank import MODELS, LinearModel
 
 SNIPPET_CHARS = 700
@@ -31,6 +33,7 @@ class RankSettings:
     models: Mapping[str, LinearModel] | None = field(default_factory=lambda: MODELS)  # None: the fusion's scores
     anchors: int = 40  # windows are centred on one of this many best chunks
     window_chars: int = 660  # a window's size at most (its snippet adds a date line, within SNIPPET_CHARS)
+    result_chars: int = 500  # the first n results together show at most n times this many characters
     char_cost: float = 1.5e-5  # chance a shown character must earn: a window stops where neighbours stop mattering
     neighbour_chars: int = 100  # neighbours are shown clipped to this
     full_share: float = 1.0  # neighbours at least this likely, relative to the anchor, are shown in full
@@ -52,23 +55,58 @@ class Result:
     score: float
     full: set[int]  # chunks shown in full; the others are clipped
     date: dt.date | None = None
+    room: int = SNIPPET_CHARS  # characters its snippet may use
 
-    def as_dict(self, chunks: Sequence[Chunk], neighbour_chars: int) -> dict[str, object]:
+    def as_dict(
+        self, chunks: Sequence[Chunk], neighbour_chars: int, weights: Mapping[str, float] | None = None
+    ) -> dict[str, object]:
+        """The result as `memory_search` returns it; a chunk too long for `room` shows its part richest in the
+        query's terms (`weights`: term -> IDF)."""
+        head = heading_line(chunks[self.first].headings, self.date)
         texts = [
             chunks[i].text if i in self.full else _clip_text(chunks[i].text, neighbour_chars)
             for i in range(self.first, self.last + 1)
         ]
+        over = len(head) + sum(len(text) + 1 for text in texts) - min(self.room, SNIPPET_CHARS)
+        if over > 0:
+            longest = max(range(len(texts)), key=lambda i: len(texts[i]))
+            texts[longest] = focus(texts[longest], weights or {}, max(len(texts[longest]) - over, 1))
         return {
             "path": self.path,
             "start_line": chunks[self.first].start_line,
             "end_line": chunks[self.last].end_line,
             "score": round(self.score, 4),
-            "snippet": snippet(texts, chunks[self.first].headings, self.date),
+            "snippet": snippet(texts, chunks[self.first].headings, self.date)[: self.room],
         }
 
 
 def _clip_text(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+_WORD = re.compile(r"\w+")
+
+
+def focus(text: str, weights: Mapping[str, float], size: int) -> str:
+    """At most `size` characters of `text`: the stretch holding the most query-term weight (`weights`: term ->
+    IDF, each term counted once), marked with "…" where it was cut; the start when no term occurs."""
+    if len(text) <= size:
+        return text
+    if size <= 2:
+        return text[:size]
+    starts = [0] + [m.start() for m in _WORD.finditer(text) if m.start() > 0]
+    words = [(m.start(), m.end(), set(analyze(m[0])) & weights.keys()) for m in _WORD.finditer(text)]
+    best, best_weight = 0, -1.0
+    for start in starts:
+        end = start + size - (2 if start else 1)
+        held = {term for first, last, terms in words if first >= start and last <= end for term in terms}
+        weight = sum(weights[term] for term in held)
+        if weight > best_weight:
+            best, best_weight = start, weight
+    end = best + size - (2 if best else 1)
+    if end >= len(text):
+        return "…" + text[best:]
+    return ("…" if best else "") + text[best:end].rstrip() + "…"
 
 
 def fuse(lists: Sequence[tuple[Sequence[Key], float]], k: float) -> dict[Key, float]:
@@ -120,11 +158,16 @@ def select(
     results: list[Result] = []
     best: dict[tuple[str, int], _Window] = {}
     stale = set(anchors)
+    spent = 0
     while len(results) < limit:
+        room = settings.result_chars * (len(results) + 1) - spent
+        heads = {path: len(heading_line(files[path][hit].headings, dates.get(path))) for path, hit in anchors}
+        limits = {(path, hit): min(settings.window_chars, room - heads[path]) for path, hit in anchors}
+        stale |= {a for a, w in best.items() if w.size > limits[a] or (w.cut and w.limit < limits[a])}
         for path, hit in stale - shown:
             taken = [(r.first, r.last) for r in results if r.path == path]
             worth = chance if calibrated else {(path, hit): chance[(path, hit)]}
-            best[(path, hit)] = _best_window(files[path], path, hit, worth, taken, settings)
+            best[(path, hit)] = _best_window(files[path], path, hit, worth, taken, settings, limits[(path, hit)])
         for anchor in stale & shown:
             best.pop(anchor, None)
         if not best:
@@ -136,7 +179,8 @@ def select(
         for i in range(found.first, found.last + 1):
             missed *= 1.0 - chance.get((path, i), 0.0)
         score = 1.0 - missed if calibrated else chance[anchor]
-        results.append(Result(path, found.first, found.last, score, found.full, dates.get(path)))
+        results.append(Result(path, found.first, found.last, score, found.full, dates.get(path), room))
+        spent += min(room, heads[path] + found.size - 1)
         shown.update((path, i) for i in range(found.first, found.last + 1))
         stale = {a for a in best if a[0] == path}
     return results
@@ -148,6 +192,9 @@ class _Window:
     first: int
     last: int
     full: set[int]  # chunks shown in full; the rest are clipped
+    size: int  # characters shown, a newline after each chunk
+    limit: int  # the size it was chosen within
+    cut: bool  # whether that limit kept out a neighbour
 
 
 def _best_window(
@@ -157,8 +204,10 @@ def _best_window(
     chance: Mapping[tuple[str, int], float],
     taken: Sequence[tuple[int, int]],
     settings: RankSettings,
+    limit: int,
 ) -> _Window:
-    """The run of chunks around `hit` with the highest gain (see `select`), clear of the `taken` windows."""
+    """The run of chunks around `hit` with the highest gain (see `select`), clear of the `taken` windows, at most
+    `limit` characters (the anchor alone may be longer: it is shown as much as there is room for)."""
     lowest, highest = _room(len(chunks), hit, taken)
     price = settings.char_cost if settings.models is not None else 0.0  # without a model, fill the window
     own = chance.get((path, hit), 0.0)
@@ -166,9 +215,12 @@ def _best_window(
     def shown_in_full(i: int) -> bool:
         return i == hit or chance.get((path, i), 0.0) >= settings.full_share * own
 
+    cut = False
+
     def reach(step: int, end: int) -> list[tuple[float, int]]:
         """(value, size) of each neighbour from `hit` towards `end`, as far as the window could reach within
         its section."""
+        nonlocal cut
         found: list[tuple[float, int]] = []
         used = len(chunks[hit].text) + 1
         for i in range(hit + step, end + step, step):
@@ -176,30 +228,34 @@ def _best_window(
                 break
             size = (len(chunks[i].text) if shown_in_full(i) else min(len(chunks[i].text), settings.neighbour_chars)) + 1
             used += size
-            if used > settings.window_chars:
+            if used > limit:
+                cut = True
                 break
             found.append((chance.get((path, i), 0.0) - price * size, size))
         return found
 
     before, after = reach(-1, lowest), reach(1, highest)
-    best = (own, 0, 0)  # the anchor is shown whatever it costs: its size must not rank it
-    left_value, left_size = own, len(chunks[hit].text) + 1
+    best = (own, 0, 0, len(chunks[hit].text) + 1)  # the anchor is shown whatever it costs: its size must not rank it
+    left_value, left_size = own, best[3]
     for left in range(len(before) + 1):
         if left:
             left_value, left_size = left_value + before[left - 1][0], left_size + before[left - 1][1]
-            if left_size > settings.window_chars:
+            if left_size > limit:
+                cut = True
                 break
         value, size = left_value, left_size
         for right in range(len(after) + 1):
             if right:
                 value, size = value + after[right - 1][0], size + after[right - 1][1]
-                if size > settings.window_chars:
+                if size > limit:
+                    cut = True
                     break
             if value >= best[0]:  # on a tie, the wider window
-                best = (value, left, right)
-    gain, left, right = best
+                best = (value, left, right, size)
+    gain, left, right, size = best
     first, last = hit - left, hit + right
-    return _Window(gain, first, last, {i for i in range(first, last + 1) if shown_in_full(i)})
+    full = {i for i in range(first, last + 1) if shown_in_full(i)}
+    return _Window(gain, first, last, full, size, limit, cut)
 
 
 def _room(count: int, hit: int, taken: Sequence[tuple[int, int]]) -> tuple[int, int]:
@@ -213,11 +269,14 @@ def _room(count: int, hit: int, taken: Sequence[tuple[int, int]]) -> tuple[int, 
     return lowest, highest
 
 
-def snippet(texts: Sequence[str], headings: Sequence[str], date: dt.date | None) -> str:
-    """Texts under one line saying when and where (date, headings), at most SNIPPET_CHARS."""
+def heading_line(headings: Sequence[str], date: dt.date | None) -> str:
+    """The line a snippet starts with, saying when and where (`[date · headings]` and a newline), or ""."""
     where = [date.isoformat()] if date else []
     where += [heading for heading in headings if not (date and heading == date.isoformat())]
-    head = " · ".join(where)
-    body = "\n".join(texts)
-    text = f"[{head}]\n{body}" if head else body
+    return f"[{' · '.join(where)}]\n" if where else ""
+
+
+def snippet(texts: Sequence[str], headings: Sequence[str], date: dt.date | None) -> str:
+    """Texts under their `heading_line`, at most SNIPPET_CHARS."""
+    text = heading_line(headings, date) + "\n".join(texts)
     return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"

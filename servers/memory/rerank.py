@@ -26,7 +26,7 @@ FEATURES = (
     "coverage",  # share of the query's term weight (IDF) found in the chunk
     "near_coverage",  # share found only in the two chunks on each side
     "length",  # log of the chunk's characters
-    "speaker",  # 1 when the chunk is a `- Name: ...` line and the query names Name
+    "speaker",  # 1 when the query names the chunk's author (a chat-log line: `- Name:`, `**Name:**`, `<Name>`...)
     "fused",  # the reciprocal-rank fusion score
     "window_similarity",  # the mean cosine of the chunk and its two neighbours, minus the best
 )
@@ -77,13 +77,18 @@ def model_for(models: Mapping[str, LinearModel], embedder: str | None) -> Linear
     return models.get(embedder or "none", models["none"])
 
 
-_SPEAKER = re.compile(r"^\s*[-*+]\s+([^:\n]{1,40}?):\s")
+_SPEAKER = re.compile(
+    r"^\s*(?:[-*+]\s+|\d{1,3}[.)]\s+)?(?:>\s*)?(?:\[[^\]\n]{1,24}\]\s*)?"  # a bullet, a quote, a [time]
+    r"(?:\*\*([^*:\n]{1,40}?):?\*\*:?|<([^>\n]{1,40})>|(\w[\w.'-]*(?: \w[\w.'-]*){0,2}?)(?::|\s+wrote:?))\s"
+)
 
 
 def speaker_of(text: str) -> str | None:
-    """`alice` for a chunk written as `- Alice: ...` (a chat log or attributed note), else None."""
+    """`alice` for a chunk written by Alice in any common chat-log form (`- Alice: ...`, `**Alice:** ...`,
+    `Alice: ...`, `[10:02] <Alice> ...`, `> Alice wrote: ...`), else None."""
     match = _SPEAKER.match(text)
-    return match[1].strip().lower() if match else None
+    name = next((group for group in match.groups() if group), None) if match else None
+    return name.strip().lower() if name else None
 
 
 @dataclass(frozen=True)

@@ -209,11 +209,16 @@ def test_dates_named_in_a_query_become_day_ranges():
     assert ranges_in("I may go to the march") == []
 
 
-def test_speakers_are_the_labels_of_attributed_lines():
+def test_speakers_are_the_authors_of_chat_lines_in_any_common_form():
     assert speaker_of("- Caroline: I went to the LGBTQ support group.") == "caroline"
     assert speaker_of("* Dr. Lee: take it twice a day") == "dr. lee"
+    assert speaker_of("- user: I moved to Lisbon last spring") == "user"
+    assert speaker_of("**Alice:** the keys are under the mat") == "alice"
+    assert speaker_of("Bob: see you at eight") == "bob"
+    assert speaker_of("[10:02] <Bob> deploy is done") == "bob"
+    assert speaker_of("> Eve wrote: the invoice is paid") == "eve"
     assert speaker_of("- Bought milk") is None
-    assert speaker_of("Note: not a bullet") is None
+    assert speaker_of("- Met Bob at the gym and later at the pool: nice") is None
     assert named_speakers("What did Caroline paint?", frozenset({"caroline", "mel"})) == {"caroline"}
     assert named_speakers("What did Melanie paint?", frozenset({"caroline", "mel"})) == frozenset()
 

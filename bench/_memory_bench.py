@@ -1,0 +1,91 @@
+"""What the memory benchmarks share: the systems compared, a server over stdio MCP, and the tally of a run."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+
+SYSTEMS = {
+    "ours": [],
+    "ours-bm25": ["--embedder", "none"],  # our ranking without vectors
+    "bm25": ["--embedder", "none", "--search", "text"],
+    "vector": ["--search", "vector"],
+    "ours-e5": ["--embedder", "e5"],  # not in the default runs: the slower embedder, with its own model
+}
+
+
+@dataclass
+class Tally:
+    """Per-system totals over every question of a run."""
+
+    questions: int = 0
+    hit6: int = 0
+    all6: int = 0
+    chars6: int = 0
+    hit10: int | None = None  # only when a benchmark asks a second time for 10 results
+    latencies: list[float] = field(default_factory=list[float])
+    index_seconds: list[float] = field(default_factory=list[float])
+    by_kind: dict[str, list[bool]] = field(default_factory=dict[str, list[bool]])
+
+    def add(self, kind: str, top6: list[str], hit6: bool, all6: bool, hit10: bool | None = None) -> None:
+        """Count one question from its 6-result search (and whether a 10-result one hit)."""
+        self.questions += 1
+        self.hit6 += hit6
+        self.all6 += all6
+        self.chars6 += sum(len(snippet) for snippet in top6[:6])
+        if hit10 is not None:
+            self.hit10 = (self.hit10 or 0) + hit10
+        self.by_kind.setdefault(kind, []).append(hit6)
+
+    def row(self, name: str, over: str) -> str:
+        """A Markdown table row under `header`'s columns."""
+        n = max(self.questions, 1)
+        lat = sorted(self.latencies)
+        p50 = f"{statistics.median(lat) * 1000:.1f}" if lat else "-"
+        p99 = f"{lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000:.1f}" if lat else "-"
+        seconds = self.index_seconds
+        index = f"{statistics.mean(seconds):.2f} / {max(seconds):.2f}" if seconds else "-"
+        hit10 = "" if self.hit10 is None else f" {self.hit10 / n:.3f} |"
+        return (
+            f"| {name} | {self.hit6 / n:.3f} |{hit10} {self.all6 / n:.3f} | {self.chars6 / n:.0f} "
+            f"| {index} | {p50} | {p99} | {over} |"
+        )
+
+    def kinds(self) -> str:
+        """hit@6 per question kind, e.g. `temporal: 0.96 (156)`."""
+        return ", ".join(f"{kind}: {sum(v) / len(v):.2f} ({len(v)})" for kind, v in sorted(self.by_kind.items()))
+
+
+def header(with_hit10: bool) -> str:
+    """The Markdown table head for `Tally.row`."""
+    hit10 = " hit@10 |" if with_hit10 else ""
+    columns = f"| system | hit@6 |{hit10} all-evidence@6 | chars@6 | index s (mean / max) | p50 ms | p99 ms | via |"
+    return columns + "\n|" + "---|" * (columns.count("|") - 1)
+
+
+@asynccontextmanager
+async def serve(flags: list[str], workspace: Path, state: Path, tally: Tally) -> AsyncIterator[Client]:
+    """A `hermitcrab-memory` over stdio whose first full index is done (its time added to `tally`)."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "hermitcrab.servers.memory", "--workspace", str(workspace), "--state", str(state), *flags],
+    )
+    async with Client(params) as client:
+        await client.call_tool("memory_search", {"query": "warm up"})  # waits for the first full index
+        status = (await client.call_tool("memory_status", {})).structured_content or {}
+        tally.index_seconds.append(float(status.get("last_sync_seconds", 0.0)))
+        yield client
+
+
+async def search(client: Client, query: str, k: int) -> list[str]:
+    """The snippets of `memory_search` asked for `k` results, as a model would see them."""
+    result = await client.call_tool("memory_search", {"query": query, "max_results": k})
+    results: list[dict[str, Any]] = (result.structured_content or {}).get("results", [])
+    return [item["snippet"] for item in results]
