@@ -1,30 +1,42 @@
-"""`hermitcrab-memory`: run the memory MCP server over stdio (default) or streamable HTTP."""
+"""`hermitcrab-memory`: run the memory MCP server over stdio (default) or streamable HTTP, or `index` the memory
+files now (with a progress bar) and exit."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Callable
+import time
 from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import Progress
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import add_serve_flags, serve
 
 from .embed import DEFAULT_EMBEDDER, DEFAULT_IDLE_S, EMBEDDER_HELP, make_embedder
+from .index import MemoryIndex, ProgressFactory
 from .ranking import RankSettings
-from .server import build_server
+from .server import build_server, memory_roots
+from .vectors import Progress as Advance
+
+PROGRESS_AFTER_S = 1.0
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hermitcrab-memory",
         description="Markdown long-term memory with hybrid (BM25 + vector) search, as an MCP server.",
+    )
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=["serve", "index"],
+        default="serve",
+        help="serve (default) the MCP server; or index the memory files now and exit",
     )
     parser.add_argument(
         "--workspace", type=Path, help="folder holding MEMORY.md and memory/ (default: $HERMITCRAB_HOME/workspace)"
@@ -57,27 +69,45 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _progress_bar() -> Callable[[int], Callable[[int], None]] | None:
-    """A rich progress bar on stderr for long indexing; None when stderr is not a terminal."""
+def _progress_bar(after_s: float = PROGRESS_AFTER_S) -> ProgressFactory | None:
+    """A rich progress bar on stderr (stdout is the MCP stream) for embedding that has already taken `after_s`
+    seconds, so a quick sync shows nothing; None when stderr is not a terminal."""
     if not sys.stderr.isatty():
         return None
 
-    def start(total: int) -> Callable[[int], None]:
-        bar = Progress(transient=True, console=Console(stderr=True), redirect_stdout=False, redirect_stderr=False)
-        task = bar.add_task("embedding memory", total=total)
-        bar.start()
-        done = 0
+    def start(total: int) -> Advance:
+        began = time.monotonic()
+        bar = Progress(
+            TextColumn("indexing memory: embedding chunks"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        task = bar.add_task("embedding", total=total)
 
         def advance(count: int) -> None:
-            nonlocal done
-            done += count
-            bar.update(task, advance=count)
-            if done >= total:
+            bar.advance(task, count)
+            if bar.finished:
                 bar.stop()
+            elif not bar.live.is_started and time.monotonic() - began >= after_s:
+                bar.start()
 
         return advance
 
     return start
+
+
+def index_now(index: MemoryIndex) -> str:
+    """Bring `index` up to date with its files, with a progress bar on a terminal; a one-line summary."""
+    index.sync(_progress_bar())
+    phases = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in index.last_sync_phases.items())
+    summary = f"indexed {len(index.files)} files, {index.chunk_count()} chunks in {index.last_sync_seconds:.2f} s"
+    notes = [f"{len(index.skipped)} skipped (see memory_status)"] if index.skipped else []
+    return "; ".join([f"{summary} ({phases})" if phases else summary, *notes, *index.warnings])
 
 
 def _settings(mode: str) -> RankSettings:
@@ -97,9 +127,16 @@ def main(argv: list[str] | None = None) -> None:
         embedder = make_embedder(args.embedder, os.environ.get("OPENAI_API_KEY"), args.embedder_idle_s)
     except ValueError as exc:
         _parser().error(str(exc))
+    workspace, state = args.workspace or workspace, args.state or state
+    if args.command == "index":
+        if not workspace.is_dir():
+            _parser().error(f"the workspace {workspace} is not a folder")
+        roots = memory_roots(workspace, tuple(args.extra_path))
+        print(index_now(MemoryIndex(roots, state, embedder, _settings(args.search))))
+        return
     server = build_server(
-        workspace=args.workspace or workspace,
-        state=args.state or state,
+        workspace=workspace,
+        state=state,
         embedder=embedder,
         extra_paths=tuple(args.extra_path),
         settings=_settings(args.search),

@@ -35,6 +35,7 @@ from .vectors import Progress, VectorStore, top
 
 logger = logging.getLogger(__name__)
 META_VERSION = 1
+CONTEXT_UNTIL_CHARS = 400  # shorter chunks are embedded after the start of the chunk before them
 ProgressFactory = Callable[[int], Progress]
 
 
@@ -74,9 +75,11 @@ class MemoryIndex:
         self.last_error: str | None = None
         self.last_sync: float | None = None
         self.last_sync_seconds = 0.0
+        self.last_sync_phases: dict[str, float] = {}  # seconds spent reading and chunking, on BM25, embedding...
         self._order: list[tuple[str, int]] = []  # (file, chunk index) by position
         self._positions: dict[str, int] = {}  # BM25 document id -> position
         self.table = ChunkTable.build([], [], [], [])  # per-position facts for re-scoring
+        self._own_vector: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)  # by position: not a shared vector
         with self._lock:
             self.lexical = LexicalIndex(state / "tantivy")
             self.vectors = VectorStore(state / "vectors", embedder) if embedder else None
@@ -101,6 +104,7 @@ class MemoryIndex:
         stale, gone = self.pending()
         if not stale and not gone and self.last_sync is not None:
             return
+        clock = _PhaseClock()
         with self._lock:
             meta = self._read_meta()
             indexed: dict[str, dict[str, Any]] = meta.get("files", {})
@@ -113,6 +117,7 @@ class MemoryIndex:
             for rel in gone:
                 self.files.pop(rel, None)
                 self.skipped.pop(rel, None)
+            clock.lap("read")
             clear = meta.get("lexical") != self._lexical_signature() or (
                 self.last_sync is None and self._lexical_mismatch(indexed)
             )
@@ -121,12 +126,16 @@ class MemoryIndex:
             drop = [rel for rel in done if rel not in self.files or rel in rewrite]
             if rewrite or drop or clear:
                 self.lexical.replace(drop, [row for rel in rewrite for row in self._lexical_rows(rel)], clear=clear)
+            clock.lap("bm25")
             self._embed(progress)
+            clock.lap("embed")
             self._write_meta()
         self.lexical.refresh()  # another process may have committed the documents of these files
         self._reorder()
+        clock.lap("other")
         self.last_sync = time.time()
         self.last_sync_seconds = time.perf_counter() - started
+        self.last_sync_phases = clock.laps
 
     def _load(self, rel: str, stat: memfiles.FileStat) -> FileRecord | None:
         try:
@@ -138,7 +147,7 @@ class MemoryIndex:
         digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
         chunks = chunk_markdown(text)
         context = (self.settings.embed_context_chars, self.settings.embed_after_chars)
-        texts = [_embed_text(chunks, i, *context) for i in range(len(chunks))]
+        texts = _embed_texts(chunks, *context)
         keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in texts]
         terms = [frozenset(analyze(chunk.text)) for chunk in chunks]
         return FileRecord(stat, digest, chunks, memfiles.file_date(rel), texts, keys, terms)
@@ -179,8 +188,13 @@ class MemoryIndex:
             lengths=[len(self.files[rel].chunks[i].text) for rel, i in self._order],
             files=[numbers[rel] for rel, _ in self._order],
         )
+        keys = [self.files[rel].keys[i] for rel, i in self._order]
         if self.vectors is not None:
-            self.vectors.use([self.files[rel].keys[i] for rel, i in self._order])
+            self.vectors.use(keys)
+        # A vector shared by the pieces of a long line ranks once in the vector leg, as the line's first piece.
+        self._own_vector = np.fromiter(
+            (p == 0 or keys[p] != keys[p - 1] for p in range(len(keys))), dtype=bool, count=len(keys)
+        )
 
     def _read_meta(self) -> dict[str, Any]:
         path = self.state / "meta.json"
@@ -254,7 +268,7 @@ class MemoryIndex:
         ]
         similarity = self.vectors.scores(query) if self.vectors is not None else None
         text = self._text_leg(weights, n, None)
-        vector = top(similarity, n) if similarity is not None else []
+        vector = top(similarity, n, self._own_vector) if similarity is not None else []
         dated_text = self._text_leg(weights, n, dated) if dated else []
         legs = [(text, settings.text_weight)]
         if similarity is not None:
@@ -264,6 +278,7 @@ class MemoryIndex:
             if similarity is not None:
                 dated_set = set(dated)
                 among = np.fromiter((rel in dated_set for rel, _ in self._order), dtype=bool, count=len(self._order))
+                among &= self._own_vector
                 legs.append((top(similarity, n, among), settings.date_weight * settings.vector_weight))
         return Signals(
             text=_ranks(text),
@@ -288,6 +303,19 @@ class MemoryIndex:
         return len(self._order)
 
 
+class _PhaseClock:
+    """Seconds spent in each named phase of a sync, for `memory_status` and the indexing benchmark."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = round(self.laps.get(name, 0.0) + now - self._last, 3)
+        self._last = now
+
+
 def _chunk_id(rel: str, i: int) -> str:
     return f"{rel}\x1f{i}"
 
@@ -296,11 +324,24 @@ def _ranks(positions: list[int]) -> dict[int, int]:
     return {position: rank for rank, position in enumerate(positions)}
 
 
+def _embed_texts(chunks: list[Chunk], before: int, after: int = 0) -> list[str]:
+    """What is embedded for each chunk. A long line cut into pieces is embedded once, as its first piece, and
+    each later piece shares that vector: on LongMemEval's long chat turns this embeds 2.4 times less text for
+    the same hybrid hit@6, since BM25 tells the pieces apart."""
+    texts: list[str] = []
+    for i, chunk in enumerate(chunks):
+        continues_line = i > 0 and chunk.start_line == chunks[i - 1].end_line
+        texts.append(texts[-1] if continues_line else _embed_text(chunks, i, before, after))
+    return texts
+
+
 def _embed_text(chunks: list[Chunk], i: int, before: int, after: int = 0) -> str:
-    """A chunk as embedded, with the start of the units around it (what it answers, what answers it)."""
+    """A chunk as embedded, with the start of the units around it (what it answers, what answers it) when it is
+    short: a reply such as "Yes, last Friday!" needs its question, a long passage says what it is about itself
+    (and context embedded with it would cost as much again)."""
     chunk = chunks[i]
     parts = [chunk.embed_text]
-    if before > 0 and i > 0 and chunks[i - 1].headings == chunk.headings:
+    if before > 0 and len(chunk.text) < CONTEXT_UNTIL_CHARS and i > 0 and chunks[i - 1].headings == chunk.headings:
         parts.insert(0, chunks[i - 1].text[:before])
     if after > 0 and i + 1 < len(chunks) and chunks[i + 1].headings == chunk.headings:
         parts.append(chunks[i + 1].text[:after])

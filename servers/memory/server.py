@@ -72,6 +72,9 @@ class Status(BaseModel):
     vectors_cached: int
     last_sync: str | None = Field(description="When the index last caught up with the files (UTC, ISO 8601).")
     last_sync_seconds: float
+    last_sync_phases: dict[str, float] = Field(
+        description="Seconds of the last sync spent reading and chunking files, on BM25, embedding, and the rest."
+    )
     fresh: bool = Field(description="True when no file has changed since the last sync.")
     skipped: dict[str, str] = Field(description="Files left out of the index, with the reason.")
     warnings: list[str]
@@ -124,7 +127,7 @@ def build_server(
 ) -> MCPServer:
     """The memory server for `workspace`, keeping its derived index under `state`."""
     workspace.mkdir(parents=True, exist_ok=True)
-    roots = memfiles.MemoryRoots(workspace.resolve(), tuple(path.resolve() for path in extra_paths))
+    roots = memory_roots(workspace, extra_paths)
     memory = _Memory(lambda: MemoryIndex(roots, state, embedder, settings), progress)
 
     @asynccontextmanager
@@ -260,6 +263,7 @@ def build_server(
             vectors_cached=index.vectors.cached if index.vectors else 0,
             last_sync=last,
             last_sync_seconds=round(index.last_sync_seconds, 3),
+            last_sync_phases=index.last_sync_phases,
             fresh=fresh,
             skipped={rel: reason for rel, (_, reason) in index.skipped.items()},
             warnings=list(index.warnings),
@@ -267,6 +271,11 @@ def build_server(
         )
 
     return server
+
+
+def memory_roots(workspace: Path, extra_paths: tuple[Path, ...] = ()) -> memfiles.MemoryRoots:
+    """The files a server over `workspace` (plus `extra_paths`) indexes and may read and write."""
+    return memfiles.MemoryRoots(workspace.resolve(), tuple(path.resolve() for path in extra_paths))
 
 
 def _resolve(roots: memfiles.MemoryRoots, path: str) -> Path:
