@@ -1,8 +1,8 @@
 """Each server installs alone: the wheel, installed with one server's extra into a fresh venv, runs that server and
 holds none of the other parts' packages; installed bare, it says which extra a server needs.
 
-The slow packaging test: it builds the wheel once and makes a venv per extra with uv, in parallel, installing from
-PyPI through uv's cache (bench/extras.py times it, cold and warm, against pip).
+The slow packaging test: it builds the wheel once and makes a venv per extra with uv, in parallel, offline from the
+uv cache that scripts/test fills (bench/extras.py times it, cold and warm, against pip).
 """
 
 from __future__ import annotations
@@ -25,16 +25,17 @@ pytestmark = [pytest.mark.packaging, pytest.mark.timeout(600)]
 SERVERS = sorted(path.parent.name for path in (ROOT / "servers").glob("*/__main__.py"))
 NEEDING_AN_EXTRA = [server for server in SERVERS if EXTRAS[server]]
 FULL_INSTALL = Path(sys.executable).parent
+OFFLINE = {"UV_OFFLINE": "1"}  # scripts/test filled uv's cache; tests reach no network but loopback
 
 
 @pytest.fixture(scope="module")
 def venvs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A venv per server extra, named by it, plus "core" without any extra."""
-    wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
+    wheel = build_wheel(tmp_path_factory.mktemp("wheel"), env=OFFLINE)
     root = tmp_path_factory.mktemp("venvs")
     wanted: dict[str, str | None] = {"core": None, **{server: server for server in SERVERS}}
     with ThreadPoolExecutor(len(wanted)) as pool:
-        made = pool.map(lambda name: make_venv(root / name, wheel, wanted[name]), wanted)
+        made = pool.map(lambda name: make_venv(root / name, wheel, wanted[name], env=OFFLINE), wanted)
         return dict(zip(wanted, made, strict=True))
 
 

@@ -25,7 +25,7 @@ def uv(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.Compl
     return result
 
 
-def build_wheel(folder: Path) -> Path:
+def build_wheel(folder: Path, env: dict[str, str] | None = None) -> Path:
     """The wheel of a copy of the sources, so that no stale build/ of the checkout slips into it."""
     source = folder / "source"
     source.mkdir()
@@ -34,7 +34,7 @@ def build_wheel(folder: Path) -> Path:
             shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(ROOT / name, source / name)
-    uv("build", "--quiet", "--wheel", "--out-dir", folder / "dist", source)
+    uv("build", "--quiet", "--wheel", "--out-dir", folder / "dist", source, env=env)
     (wheel,) = (folder / "dist").glob("hermitcrab-*.whl")
     return wheel
 
