@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from threadpoolctl import threadpool_limits
 
 from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import add_serve_flags, serve
@@ -122,6 +123,9 @@ def _settings(mode: str) -> RankSettings:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    # The server's matrix products are small (a query against the chunks, a batch of passages per thread): a
+    # second BLAS thread only waits, and on a busy machine made a search several times slower.
+    threadpool_limits(limits=1, user_api="blas")
     workspace, state = default_paths("memory", os.environ)
     try:
         embedder = make_embedder(args.embedder, os.environ.get("OPENAI_API_KEY"), args.embedder_idle_s)

@@ -158,6 +158,14 @@ class Unloading:
         with self._lock:
             return self._model().query(text)
 
+    def warm(self) -> None:
+        """Start loading the model on a thread, so that it is ready when the first texts come."""
+        threading.Thread(target=self._load, name="embedder-load", daemon=True).start()
+
+    def _load(self) -> None:
+        with self._lock:
+            self._model()
+
     def _model(self) -> Embedder:
         self._last_use = time.monotonic()
         if self._loaded is None:
@@ -177,6 +185,12 @@ class Unloading:
                 self._loaded = None
             heap.trim(collect=True)
             return
+
+
+def warm_up(embedder: Embedder | None) -> None:
+    """Have a local model load in the background (a no-op for the others)."""
+    if isinstance(embedder, Unloading):
+        embedder.warm()
 
 
 _LOCAL: dict[str, type[E5Embedder] | type[USEEmbedder]] = {"e5": E5Embedder, "use": USEEmbedder}

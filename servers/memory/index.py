@@ -27,7 +27,7 @@ from hermitcrab.servers._common.files import atomic_write_json
 from . import files as memfiles
 from .chunking import Chunk, chunk_markdown
 from .dates import ranges_in
-from .embed import Embedder
+from .embed import Embedder, warm_up
 from .lexical import LEXICAL_VERSION, LexicalIndex, analyze
 from .ranking import RankSettings, Result, decay, fuse, select
 from .rerank import ChunkTable, Signals, features, model_for, named_speakers, speaker_of
@@ -117,6 +117,9 @@ class MemoryIndex:
             for rel in gone:
                 self.files.pop(rel, None)
                 self.skipped.pop(rel, None)
+            todo = self._to_embed()
+            if todo:
+                warm_up(self.embedder)  # load a local model while BM25 indexes
             clock.lap("read")
             clear = meta.get("lexical") != self._lexical_signature() or (
                 self.last_sync is None and self._lexical_mismatch(indexed)
@@ -127,7 +130,8 @@ class MemoryIndex:
             if rewrite or drop or clear:
                 self.lexical.replace(drop, [row for rel in rewrite for row in self._lexical_rows(rel)], clear=clear)
             clock.lap("bm25")
-            self._embed(progress)
+            if todo and self.vectors is not None:
+                self.vectors.embed(todo, progress(len(todo)) if progress else None)
             clock.lap("embed")
             self._write_meta()
         self.lexical.refresh()  # another process may have committed the documents of these files
@@ -170,13 +174,12 @@ class MemoryIndex:
             rows.append((_chunk_id(rel, i), rel, body, near))
         return rows
 
-    def _embed(self, progress: ProgressFactory | None) -> None:
+    def _to_embed(self) -> list[tuple[str, str]]:
+        """The `(key, text)` pairs of chunks whose vectors are not cached yet."""
         if self.vectors is None:
-            return
+            return []
         items = [item for record in self.files.values() for item in zip(record.keys, record.embed_texts, strict=True)]
-        todo = self.vectors.missing(items)
-        if todo:
-            self.vectors.embed(todo, progress(len(todo)) if progress else None)
+        return self.vectors.missing(items)
 
     def _reorder(self) -> None:
         self._order = [(rel, i) for rel in sorted(self.files) for i in range(len(self.files[rel].chunks))]

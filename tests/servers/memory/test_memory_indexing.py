@@ -15,12 +15,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import anyio
 import numpy as np
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from hermitcrab.servers.memory.embed import OpenAIEmbedder, USEEmbedder
+from hermitcrab.servers.memory.embed import OpenAIEmbedder, Unloading, USEEmbedder
 from hermitcrab.servers.memory.server import build_server
 
 BAR = "indexing memory"
@@ -235,3 +236,30 @@ def test_passages_split_over_threads_come_back_in_order() -> None:
     alone = np.stack([embedder.query(text) for text in texts])
     assert together.shape == (6, 512)
     assert np.allclose(together, alone, atol=1e-5)
+
+
+def test_warm_loads_the_model_in_the_background() -> None:
+    embedder = Unloading(USEEmbedder, idle_s=60)
+    embedder.warm()
+    deadline = time.monotonic() + 30
+    while not embedder.loaded and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert embedder.loaded
+
+
+async def test_a_restart_over_an_indexed_state_leaves_the_model_unloaded(workspace: Path, state: Path) -> None:
+    first = Unloading(USEEmbedder, idle_s=60)
+    async with Client(build_server(workspace=workspace, state=state, embedder=first)) as client:
+        await client.call_tool("memory_search", {"query": "tea"})
+    assert first.loaded
+    again = Unloading(USEEmbedder, idle_s=60)
+    async with Client(build_server(workspace=workspace, state=state, embedder=again)) as client:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            status = (await client.call_tool("memory_status", {})).structured_content or {}
+            if status["last_sync"] is not None:
+                break
+            await anyio.sleep(0.05)
+        assert status["chunks"] == 5 and status["vectors_cached"] == 5
+        await anyio.sleep(2)  # what a model load started by the sync would take
+        assert not again.loaded
