@@ -8,10 +8,11 @@ Systems: `ours` (the defaults), `bm25` (`--embedder none`: the floor, no vectors
 `REV` (the defaults of that commit's code, run from a worktree in /tmp on this venv's packages).
 Per haystack (one LongMemEval question's sessions written as daily logs, `_memory_longmemeval.build_workspace`):
 the first full index (`memory_status.last_sync_seconds` after the first search, and where it went when the
-server reports it), search latency at the client (the question and the other questions, 20 searches), and RSS
-of the server process: after the first index (the embedder loaded), then on a restart over the indexed state
-(idle), after one search there (the embedder loaded again for the query), and once the embedder has been dropped
-(`--embedder-idle-s 2`). Timings depend on the load of the machine: `uptime` is printed with them.
+server reports it), the server's CPU seconds from its start to then (imports included; the load of the machine
+changes them much less than wall time), search latency at the client (the question and the other questions, 20
+searches), and RSS of the server process: after the first index (the embedder loaded), then on a restart over
+the indexed state (idle), after one search there (the embedder loaded again for the query), and once the embedder
+has been dropped (`--embedder-idle-s 5`). Timings depend on the load of the machine, printed with them.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("channels", "host", "servers", "workspace")
 SYSTEMS = {"ours": [], "bm25": ["--embedder", "none"]}
 SEARCHES = 20
-IDLE_S = 2.0
+IDLE_S = 5.0
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Tally:
 
     kilobytes: list[float] = field(default_factory=list[float])
     seconds: list[float] = field(default_factory=list[float])
+    cpu: list[float] = field(default_factory=list[float])
     phases: dict[str, list[float]] = field(default_factory=dict[str, list[float]])
     latencies: list[float] = field(default_factory=list[float])
     rss: dict[str, list[float]] = field(default_factory=dict[str, list[float]])
@@ -59,7 +61,8 @@ class Tally:
         lat = sorted(self.latencies)
         p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
         return (
-            f"| {name} | {statistics.median(self.seconds):.2f} | {max(self.seconds):.2f} | {rate:.0f} | {phases} "
+            f"| {name} | {statistics.median(self.seconds):.2f} | {max(self.seconds):.2f} | {rate:.0f} "
+            f"| {statistics.median(self.cpu):.1f} | {phases} "
             f"| {statistics.median(lat) * 1000:.1f} | {p99 * 1000:.1f} |"
         )
 
@@ -84,6 +87,12 @@ def server_pid() -> int:
         if parent == os.getpid() and "hermitcrab.servers.memory" in command:
             return int(entry.name)
     raise RuntimeError("the memory server process was not found")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far: unlike wall time, hardly changed by the load of the machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mb(pid: int) -> float:
@@ -121,7 +130,9 @@ async def measure(
     async with serve(flags, workspace, state, code) as client:
         await client.call_tool("memory_search", {"query": question.text})  # waits for the first full index
         done = await status(client)
-        rss["after first index"] = rss_mb(server_pid())
+        pid = server_pid()
+        tally.cpu.append(cpu_seconds(pid))
+        rss["after first index"] = rss_mb(pid)
         for query in [question.text, *queries][:SEARCHES]:
             began = time.perf_counter()
             await client.call_tool("memory_search", {"query": query})
@@ -182,8 +193,8 @@ def main() -> None:
                 )
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"\nLongMemEval haystacks: {len(items)}, {os.cpu_count()} cores, load average {' '.join(load)}\n")
-    print("| system | index s (median) | max | KB/s | median s by phase | search p50 ms | p99 ms |")
-    print("|---|---|---|---|---|---|---|")
+    print("| system | index s (median) | max | KB/s | CPU s | median s by phase | search p50 ms | p99 ms |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, tally in tallies.items():
         print(tally.index_row(name))
     print("\nRSS of the server, MB (median / max over haystacks)\n")

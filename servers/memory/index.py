@@ -164,14 +164,18 @@ class MemoryIndex:
         self.warnings.append("BM25 index did not match its record and has been rebuilt from the files")
         return True
 
-    def _lexical_rows(self, rel: str) -> list[tuple[str, str, str, str]]:
+    def _lexical_rows(self, rel: str) -> list[tuple[str, str, list[str], list[str]]]:
+        """BM25 rows of a file's chunks: the terms of each chunk with its headings, and those of its neighbours
+        (each chunk's text is analysed once, not once more for every neighbour that quotes it)."""
         chunks = self.files[rel].chunks
-        rows: list[tuple[str, str, str, str]] = []
+        terms = [analyze(chunk.text) for chunk in chunks]
+        headings = {chunk.headings: analyze(" ".join(chunk.headings)) for chunk in chunks}
+        span = self.settings.near_span
+        rows: list[tuple[str, str, list[str], list[str]]] = []
         for i, chunk in enumerate(chunks):
-            span = self.settings.near_span
-            near = " ".join(chunks[j].text for j in range(i - span, i + span + 1) if j != i and 0 <= j < len(chunks))
-            body = " ".join((*(h for h in chunk.headings), chunk.text))
-            rows.append((_chunk_id(rel, i), rel, body, near))
+            around = range(max(0, i - span), min(len(chunks), i + span + 1))
+            near = [term for j in around if j != i for term in terms[j]]
+            rows.append((_chunk_id(rel, i), rel, headings[chunk.headings] + terms[i], near))
         return rows
 
     def _to_embed(self) -> list[tuple[str, str]]:

@@ -90,18 +90,17 @@ class LexicalIndex:
         self._index.reload()
 
     def replace(
-        self, remove_paths: Iterable[str], add: Sequence[tuple[str, str, str, str]], clear: bool = False
+        self, remove_paths: Iterable[str], add: Sequence[tuple[str, str, list[str], list[str]]], clear: bool = False
     ) -> None:
-        """Drop every chunk of `remove_paths`, then add `(id, path, body, near)` rows, in one commit."""
+        """Drop every chunk of `remove_paths`, then add `(id, path, body terms, near terms)` rows (`analyze`d by
+        the caller, who knows which texts repeat), in one commit."""
         writer = self._index.writer(heap_size=32_000_000, num_threads=1)
         if clear:
             writer.delete_all_documents()
         for path in remove_paths:
             writer.delete_documents_by_term("path", path)
         for chunk_id, path, body, near in add:
-            writer.add_document(
-                tantivy.Document(id=chunk_id, path=path, body=" ".join(analyze(body)), near=" ".join(analyze(near)))
-            )
+            writer.add_document(tantivy.Document(id=chunk_id, path=path, body=" ".join(body), near=" ".join(near)))
         writer.commit()
         writer.wait_merging_threads()
         self._index.reload()

@@ -77,7 +77,7 @@ def test_a_rare_query_word_outweighs_a_common_one_on_short_lines(tmp_path: Path)
         "- Bo: The garden looks great this spring.",
     ]
     index = LexicalIndex(tmp_path / "tantivy")
-    index.replace([], [(f"m.md\x1f{i}", "m.md", line, "") for i, line in enumerate(lines)])
+    index.replace([], [(f"m.md\x1f{i}", "m.md", analyze(line), []) for i, line in enumerate(lines)])
     hits = index.search(index.term_weights("What workshop did Ann attend recently?"), 5, near_weight=0)
     assert hits[0][0] == "m.md\x1f3"
 
