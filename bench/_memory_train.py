@@ -46,10 +46,14 @@ def load(case: Case, embedder: str, settings: RankSettings) -> Loaded:
     return case, index, queries
 
 
-def balanced(loaded: list[Loaded]) -> list[Query]:
-    """Every question of `loaded`, weighted so that each benchmark counts as much in total."""
+def balanced(loaded: list[Loaded], shares: dict[str, float]) -> list[Query]:
+    """Every question of `loaded`, weighted so that each benchmark has its share of the fit."""
     counts = {bench: sum(len(qs) for case, _, qs in loaded if case.bench == bench) for bench in BENCHES}
-    return [(rows, labels, 1.0 / counts[case.bench]) for case, _, queries in loaded for rows, labels, _ in queries]
+    return [
+        (rows, labels, shares[case.bench] / counts[case.bench])
+        for case, _, queries in loaded
+        for rows, labels, _ in queries
+    ]
 
 
 def fit(queries: list[Query], steps: int = 400, rate: float = 0.05, l2: float = 1e-3) -> LinearModel:
@@ -77,8 +81,7 @@ def fit(queries: list[Query], steps: int = 400, rate: float = 0.05, l2: float = 
     scores = [rows @ raw_weights + offset for rows, _, _ in queries]
     gaps = np.concatenate([score - score.max() for score in scores])
     labels = np.concatenate([labels for _, labels, _ in queries])
-    row_weights = np.concatenate([np.full(len(rows), weight / total * len(queries)) for rows, _, weight in queries])
-    slope, behind, bias = _calibrate(np.concatenate(scores), gaps, labels, row_weights)
+    slope, behind, bias = _calibrate(np.concatenate(scores), gaps, labels, np.ones(len(labels)))
     return LinearModel(tuple(float(w) for w in slope * raw_weights), slope * offset + bias, behind / slope)
 
 
@@ -112,15 +115,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", action="append", default=[], help="a RankSettings override, name=value")
     parser.add_argument("--embedder", default="use", help="the embedder to fit a model for: use, e5 or none")
+    parser.add_argument("--longmemeval-share", type=float, default=0.5, help="its share of the fit (LoCoMo: the rest)")
     args = parser.parse_args()
+    shares = {"longmemeval": args.longmemeval_share, "locomo": 1 - args.longmemeval_share}
     settings = settings_from(args.set)
     loaded = [load(case, args.embedder, settings) for bench in BENCHES for case in cases(bench, CACHE)]
     for half in ("A", "B"):
         held_out = [item for item in loaded if item[0].half == half]
         others = [item for item in loaded if item[0].half != half]
         evaluate(held_out, None, f"{half} fusion only")
-        evaluate(held_out, fit(balanced(others)), f"{half} held-out fit")
-    model = fit(balanced(loaded))
+        evaluate(held_out, fit(balanced(others, shares)), f"{half} held-out fit")
+    model = fit(balanced(loaded, shares))
     evaluate(loaded, model, "all, fitted on all")
     weights = ", ".join(f"{w:.4g}" for w in model.weights)
     print(f'"{args.embedder}": LinearModel(weights=({weights}), bias={model.bias:.4g}, behind={model.behind:.4g}),')

@@ -18,12 +18,15 @@ _SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+|(?<=[\u3002\uff01\u
 
 @dataclass(frozen=True)
 class Chunk:
-    """One unit of a file: its 1-based inclusive line range, text and the headings above it."""
+    """One unit of a file (or a piece of a long one): its 1-based inclusive line range, text, the headings above
+    it, and the characters of the whole unit it is part of (a piece of a 5,000-character chat turn is rarely
+    what a question asks for)."""
 
     start_line: int
     end_line: int
     text: str
     headings: tuple[str, ...]
+    unit_chars: int = 0
 
     @property
     def embed_text(self) -> str:
@@ -76,7 +79,8 @@ def chunk_markdown(text: str) -> list[Chunk]:
             block.append((number, line))
     flush()
     if not chunks and headings:
-        chunks.append(Chunk(1, len(lines), "\n".join(h for _, h in headings), ()))
+        text = "\n".join(h for _, h in headings)
+        chunks.append(Chunk(1, len(lines), text, (), len(text)))
     return chunks
 
 
@@ -90,7 +94,8 @@ def _split_unit(block: list[tuple[int, str]], headings: tuple[str, ...]) -> list
                 pieces[-1] = (first, number, joined + (" " if last == number else "\n") + part)
             else:
                 pieces.append((number, number, part))
-    return [Chunk(first, last, body, headings) for first, last, body in pieces if body.strip()]
+    unit_chars = sum(len(line.strip()) + 1 for _, line in block) - 1
+    return [Chunk(first, last, body, headings, unit_chars) for first, last, body in pieces if body.strip()]
 
 
 def _pieces(line: str) -> list[str]:

@@ -192,7 +192,7 @@ class MemoryIndex:
         self.table = ChunkTable.build(
             terms=[self.files[rel].terms[i] for rel, i in self._order],
             speakers=[speaker_of(self.files[rel].chunks[i].text) for rel, i in self._order],
-            lengths=[len(self.files[rel].chunks[i].text) for rel, i in self._order],
+            lengths=[self.files[rel].chunks[i].unit_chars for rel, i in self._order],
             files=[numbers[rel] for rel, _ in self._order],
         )
         keys = [self.files[rel].keys[i] for rel, i in self._order]

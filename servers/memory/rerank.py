@@ -25,7 +25,7 @@ FEATURES = (
     "neighbour_similarity",  # the better cosine of the chunks just before and after, minus the best
     "coverage",  # share of the query's term weight (IDF) found in the chunk
     "near_coverage",  # share found only in the two chunks on each side
-    "length",  # log of the chunk's characters
+    "length",  # log of the characters of the unit (line, paragraph) the chunk is, or is a piece of
     "speaker",  # 1 when the query names the chunk's author (a chat-log line: `- Name:`, `**Name:**`, `<Name>`...)
     "fused",  # the reciprocal-rank fusion score
     "window_similarity",  # the mean cosine of the chunk and its two neighbours, minus the best
@@ -55,9 +55,9 @@ class LinearModel:
 # index whose embedder has no model of its own: vectors then still count through the fused score.
 MODELS: Mapping[str, LinearModel] = {
     "use": LinearModel(
-        weights=(-0.7168, -0.8368, 3.011, 1.142, 1.745, 2.132, 1.499, 0.4461, 1.037, 1.982, 1.597),
-        bias=-5.177,
-        behind=1.521,
+        weights=(-0.8272, -0.4057, 3.931, 1.01, 1.859, 2.355, 1.482, 0.03892, 1.048, 1.931, -2.365),
+        bias=-3.588,
+        behind=1.697,
     ),
     "e5": LinearModel(
         weights=(-0.8291, -0.4235, 6.361, 1.208, 10.21, 1.933, 1.363, 0.403, 1.13, 2.192, 9.078),
@@ -65,9 +65,9 @@ MODELS: Mapping[str, LinearModel] = {
         behind=1.411,
     ),
     "none": LinearModel(
-        weights=(-0.6176, 0, 0, 0.8123, 0, 2.194, 1.405, 0.2447, 0.9219, 1.663, 0),
-        bias=-5.173,
-        behind=1.923,
+        weights=(-0.5378, 0, 0, 0.6171, 0, 1.914, 1.067, -0.112, 0.736, 1.245, 0),
+        bias=-2.521,
+        behind=2.84,
     ),
 }
 
