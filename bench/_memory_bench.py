@@ -44,15 +44,15 @@ class Tally:
             self.hit10 = (self.hit10 or 0) + hit10
         self.by_kind.setdefault(kind, []).append(hit6)
 
-    def row(self, name: str, over: str) -> str:
-        """A Markdown table row under `header`'s columns."""
+    def row(self, name: str, over: str, with_hit10: bool) -> str:
+        """A Markdown table row under `table`'s columns."""
         n = max(self.questions, 1)
         lat = sorted(self.latencies)
         p50 = f"{statistics.median(lat) * 1000:.1f}" if lat else "-"
         p99 = f"{lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000:.1f}" if lat else "-"
         seconds = self.index_seconds
         index = f"{statistics.mean(seconds):.2f} / {max(seconds):.2f}" if seconds else "-"
-        hit10 = "" if self.hit10 is None else f" {self.hit10 / n:.3f} |"
+        hit10 = f" {(self.hit10 or 0) / n:.3f} |" if with_hit10 else ""
         return (
             f"| {name} | {self.hit6 / n:.3f} |{hit10} {self.all6 / n:.3f} | {self.chars6 / n:.0f} "
             f"| {index} | {p50} | {p99} | {over} |"
@@ -63,11 +63,21 @@ class Tally:
         return ", ".join(f"{kind}: {sum(v) / len(v):.2f} ({len(v)})" for kind, v in sorted(self.by_kind.items()))
 
 
-def header(with_hit10: bool) -> str:
-    """The Markdown table head for `Tally.row`."""
+def table(tallies: dict[str, Tally], in_process: str) -> str:
+    """The systems' rows as a Markdown table; the one named `in_process` ran without MCP."""
+    with_hit10 = any(tally.hit10 is not None for tally in tallies.values())
     hit10 = " hit@10 |" if with_hit10 else ""
     columns = f"| system | hit@6 |{hit10} all-evidence@6 | chars@6 | index s (mean / max) | p50 ms | p99 ms | via |"
-    return columns + "\n|" + "---|" * (columns.count("|") - 1)
+    rows = [
+        tally.row(name, "in-process" if name == in_process else "stdio MCP", with_hit10)
+        for name, tally in tallies.items()
+    ]
+    return "\n".join([columns, "|" + "---|" * (columns.count("|") - 1), *rows])
+
+
+def progress(message: str) -> None:
+    """A line on stderr while a benchmark runs (the tables go to stdout)."""
+    print(message, file=sys.stderr)
 
 
 @asynccontextmanager

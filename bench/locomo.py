@@ -27,7 +27,7 @@ from mcp import Client
 sys.path.insert(0, str(Path(__file__).parent))
 
 import _memory_locomo as locomo
-from _memory_bench import SYSTEMS, Tally, header, search, serve
+from _memory_bench import SYSTEMS, Tally, progress, search, serve, table
 from _memory_openclaw import ClassicIndex
 
 from hermitcrab.servers.memory.embed import make_embedder
@@ -104,16 +104,12 @@ def main() -> None:
                         questions,
                         tallies[system],
                     )
-                print(
+                progress(
                     f"conversation {name}: {system} done in {time.perf_counter() - began:.1f}s "
-                    f"({len(questions)} questions, index {tallies[system].index_seconds[-1]:.2f}s)",
-                    file=sys.stderr,
+                    f"({len(questions)} questions, index {tallies[system].index_seconds[-1]:.2f}s)"
                 )
     print(f"\nLoCoMo, {len(names)} conversations, {tallies[systems[0]].questions} questions (categories 1-4)\n")
-    print(header(with_hit10=True))
-    for system in systems:
-        over = "in-process" if system == "classic" else "stdio MCP"
-        print(tallies[system].row(system, over))
+    print(table(tallies, in_process="classic"))
     ours = tallies.get(systems[0])
     if ours is not None:
         print(f"\n{systems[0]} hit@6 by category: {ours.kinds()}")

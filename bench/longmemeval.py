@@ -9,12 +9,15 @@ Systems: `ours` (the defaults), `ours-bm25` (`--embedder none`), `bm25` (`--embe
 with one result per line (tantivy's `en_stem` tokenizer, in-process), each result one whole turn however long.
 Protocol: ../shared/data/longmemeval/README.md (kept exactly: one `memory_search` of 6 results per question).
 Each question has its own ~490 KB haystack, so every system indexes 40 workspaces; `--limit` and `--only` take
-a subset while iterating.
+a subset while iterating, and `--vectors-from DIR` (e.g. /tmp/hermitcrab-memory-cache, the cache of
+`_memory_misses.py`) starts the systems that embed with that question's vectors already cached: the same
+results, but their index times are then those of BM25 and reading alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
@@ -26,7 +29,7 @@ import tantivy
 sys.path.insert(0, str(Path(__file__).parent))
 
 import _memory_longmemeval as longmemeval
-from _memory_bench import SYSTEMS, Tally, header, search, serve
+from _memory_bench import SYSTEMS, Tally, progress, search, serve, table
 
 RESULTS = 6
 
@@ -75,6 +78,7 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated question ids (default: all)")
     parser.add_argument("--limit", type=int, help="only the first N questions")
     parser.add_argument("--systems", default="ours,ours-bm25,bm25,vector,lines")
+    parser.add_argument("--vectors-from", type=Path, help="a cache of vectors per question (see above)")
     args = parser.parse_args()
     items = longmemeval.load()
     if args.only:
@@ -94,20 +98,20 @@ def main() -> None:
                     snippets = run_lines(workspace, question, tally)
                 else:
                     state = Path(tmp) / f"state-{system}"
+                    cached = args.vectors_from and args.vectors_from / "longmemeval" / question.id / "state-use"
+                    if cached and "none" not in SYSTEMS[system]:
+                        shutil.copytree(cached / "vectors", state / "vectors")
                     snippets = anyio.run(run_server, SYSTEMS[system], workspace, state, question, tally)
                 hit, complete = longmemeval.score(snippets, question)
                 tally.add(question.kind, snippets, hit, complete)
                 if hit:
                     hits[system].add(question.id)
-                print(
+                progress(
                     f"{question.id} [{question.kind}] {system}: hit={hit:d} all={complete:d} "
-                    f"chars={sum(map(len, snippets))} index {tally.index_seconds[-1]:.2f}s",
-                    file=sys.stderr,
+                    f"chars={sum(map(len, snippets))} index {tally.index_seconds[-1]:.2f}s"
                 )
     print(f"\nLongMemEval_S development set, {len(items)} questions, {RESULTS} results each\n")
-    print(header(with_hit10=False))
-    for system in systems:
-        print(tallies[system].row(system, "in-process" if system == "lines" else "stdio MCP"))
+    print(table(tallies, in_process="lines"))
     print()
     for system in systems:
         print(f"{system} hit@6 by question type: {tallies[system].kinds()}")
