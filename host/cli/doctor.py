@@ -185,7 +185,9 @@ def _service_check() -> Check:
     except ServiceError as exc:
         return Check("service", "hermitcrab run", True, str(exc), fatal=False)
     if not manager.path.exists():
-        return Check("service", "installed", True, "no: `hermitcrab service install` keeps it running", fatal=False)
+        tool = manager.start()[0].argv[0]
+        how = ": `hermitcrab service install` keeps it running" if shutil.which(tool) else f", and no {tool} here"
+        return Check("service", "installed", True, f"no{how}", fatal=False)
     state = manager.state()
     return Check("service", str(manager.path), state.running is True, "; ".join(state.lines), fatal=False)
 
