@@ -25,9 +25,10 @@ RUN python3 -m venv /opt/hermitcrab \
 FROM debian:bookworm-slim
 ARG CHROMIUM=chromium
 # tini reaps the orphans that commands and browsers leave behind (Python as PID 1 would not); chromium is the browser
-# server's browser; bubblewrap sandboxes exec's commands where the runtime allows user namespaces.
+# server's browser and libatomic1 what Playwright's bundled node needs to drive it; bubblewrap sandboxes exec's
+# commands where the runtime allows user namespaces.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 ca-certificates tini bubblewrap ${CHROMIUM} \
+    && apt-get install -y --no-install-recommends python3 ca-certificates tini bubblewrap libatomic1 ${CHROMIUM} \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/hermitcrab /opt/hermitcrab
 RUN useradd --create-home --uid 1000 hermitcrab \
