@@ -68,6 +68,7 @@ class ServiceManager(Protocol):
 
     path: Path  # the one file install writes and uninstall removes
     logs: str  # how to read the service's output
+    tool: str  # the command that starts and stops it
 
     def render(self, program: Program) -> str:
         """The file's content: `program` restarted on failure, its output where `logs` finds it."""
@@ -98,6 +99,7 @@ class Systemd:
     """A systemd user unit: `systemctl --user` starts it, the journal keeps its output."""
 
     logs = "journalctl --user -u hermitcrab -f"
+    tool = "systemctl"
 
     def __init__(self, environ: Mapping[str, str]) -> None:
         config = environ.get("XDG_CONFIG_HOME", "")
@@ -179,6 +181,8 @@ def systemd_state(show: str) -> State:
 
 class Launchd:
     """A launchd agent in the user's GUI domain: starts at login, restarted when it exits with an error."""
+
+    tool = "launchctl"
 
     def __init__(self, uid: int) -> None:
         self.domain = f"gui/{uid}"
@@ -265,6 +269,15 @@ def preflight(program: Program) -> list[str]:
             f"api_key = ... to {settings.config_file}"
         ]
     return []
+
+
+def require_tool(manager: ServiceManager) -> None:
+    """Refuse before writing anything when nothing here could start the service (a container, another init)."""
+    if shutil.which(manager.tool) is None:
+        raise ServiceError(
+            f"no {manager.tool} on PATH, so nothing here can start the service; "
+            "`--no-start` only writes the file, and in a container the runtime keeps `hermitcrab run` running"
+        )
 
 
 def write(manager: ServiceManager, program: Program) -> bool:

@@ -185,8 +185,9 @@ def _service_check() -> Check:
     except ServiceError as exc:
         return Check("service", "hermitcrab run", True, str(exc), fatal=False)
     if not manager.path.exists():
-        tool = manager.start()[0].argv[0]
-        how = ": `hermitcrab service install` keeps it running" if shutil.which(tool) else f", and no {tool} here"
+        how = ": `hermitcrab service install` keeps it running"
+        if shutil.which(manager.tool) is None:
+            how = f", and no {manager.tool} here"
         return Check("service", "installed", True, f"no{how}", fatal=False)
     state = manager.state()
     return Check("service", str(manager.path), state.running is True, "; ".join(state.lines), fatal=False)

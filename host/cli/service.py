@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..config import home_dir
-from ..service import Command, manager_for, preflight, program_for, run_commands, write
+from ..service import Command, manager_for, preflight, program_for, require_tool, run_commands, write
 
 service = typer.Typer(
     help="Keep `hermitcrab run` running for months: a systemd user unit (Linux) or a launchd agent (macOS), "
@@ -50,6 +50,8 @@ def install(
     """
     manager, program = manager_for(os.environ), program_for(os.environ)
     commands = manager.start() if start else []
+    if commands and not dry_run:
+        require_tool(manager)
     for line in preflight(program):
         _warn(line)
     if dry_run:

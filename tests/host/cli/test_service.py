@@ -166,6 +166,17 @@ def test_install_enables_and_restarts_the_unit_through_systemctl(user_home: Path
     assert "logs: journalctl --user -u hermitcrab -f" in result.stdout
 
 
+def test_install_refuses_before_writing_where_nothing_could_start_the_service(
+    user_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))
+
+    result = runner.invoke(app, ["service", "install"])
+
+    assert result.exit_code == 1 and "no systemctl on PATH" in str(result.exception)
+    assert not unit_path(user_home).exists()
+
+
 def test_uninstall_stops_the_service_and_removes_exactly_what_install_wrote(user_home: Path, systemctl: Path):
     before = files_under(user_home)
     runner.invoke(app, ["service", "install"])
