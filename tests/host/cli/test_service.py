@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hermitcrab.host.cli import doctor
 from hermitcrab.host.cli.app import app, main
 from hermitcrab.host.service import (
     Command,
@@ -308,14 +307,12 @@ def test_every_service_command_has_help(command: list[str]):
     assert result.exit_code == 0 and "Usage" in result.output
 
 
-def test_doctor_says_whether_the_service_is_installed_and_running(
-    user_home: Path, systemctl: Path, monkeypatch: pytest.MonkeyPatch
-):
-    monkeypatch.setattr(doctor.console, "width", 400)  # one table row per line
-    before = runner.invoke(app, ["doctor"])
+def test_doctor_says_whether_the_service_is_installed_and_running(user_home: Path, systemctl: Path):
+    wide = {"COLUMNS": "400"}  # one table row per line
+    before = runner.invoke(app, ["doctor"], env=wide)
     runner.invoke(app, ["service", "install", "--no-start"])
 
-    after = runner.invoke(app, ["doctor"])
+    after = runner.invoke(app, ["doctor"], env=wide)
 
     assert re.search(r"ok .* service .* installed .* no: `hermitcrab service install` keeps it running", before.stdout)
     assert re.search(rf"ok .* service .* {unit_path(user_home)} .* running: yes \(pid 4242\)", after.stdout)
