@@ -226,12 +226,14 @@ def _best_window(
         for i in range(hit + step, end + step, step):
             if chunks[i].headings != chunks[hit].headings:
                 break
-            size = (len(chunks[i].text) if shown_in_full(i) else min(len(chunks[i].text), settings.neighbour_chars)) + 1
-            used += size
+            length = len(chunks[i].text)
+            shown = length if shown_in_full(i) else min(length, settings.neighbour_chars)
+            used += shown + 1
             if used > limit:
                 cut = True
                 break
-            found.append((chance.get((path, i), 0.0) - price * size, size))
+            # a clipped neighbour holds the answer in the part shown only: a share of its chance
+            found.append((chance.get((path, i), 0.0) * shown / max(length, 1) - price * (shown + 1), shown + 1))
         return found
 
     before, after = reach(-1, lowest), reach(1, highest)
