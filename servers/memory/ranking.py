@@ -23,7 +23,8 @@ Key = TypeVar("Key", bound=Hashable)
 
 @dataclass(frozen=True)
 class RankSettings:
-    """Knobs chosen with `bench/_memory_misses.py` and `bench/_memory_train.py` (LoCoMo, split in halves)."""
+    """Knobs chosen with `bench/_memory_misses.py` and `bench/_memory_train.py` (LoCoMo and LongMemEval, each split
+    in halves)."""
 
     rrf_k: float = 10.0  # a small k trusts the first places of each leg more
     vector_weight: float = 0.5

@@ -3,8 +3,9 @@
 Reciprocal-rank fusion only sees ranks. Some evidence is plain in the numbers it drops: how many of the
 query's rare words a line holds, or its neighbours hold; how close its meaning is to the best match, or its
 neighbour's is; whether the person the question names is the one speaking. The weights are fitted by
-`bench/_memory_train.py` on LoCoMo (a softmax over each query's candidates, checked on held-out halves),
-and the score is a calibrated probability that the chunk holds what the query asks for.
+`bench/_memory_train.py` on two benchmarks of different shapes at once, LoCoMo's short turns and LongMemEval's
+long chat sessions (a softmax over each query's candidates, checked on held-out halves of each), and the score
+is a calibrated probability that the chunk holds what the query asks for.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class LinearModel:
 
 
 # Fitted by bench/_memory_train.py, one per local embedder; "none" (its similarity weights are 0) also serves an
-# index whose embedder has no model of its own: vectors then still count through the fused score.
+# index whose embedder has no model of its own: vectors then still count through the fused score. "e5" is still
+# fitted on LoCoMo alone (embedding LongMemEval's haystacks with it takes hours on a 2-core machine).
 MODELS: Mapping[str, LinearModel] = {
     "use": LinearModel(
         weights=(-0.8272, -0.4057, 3.931, 1.01, 1.859, 2.355, 1.482, 0.03892, 1.048, 1.931, -2.365),
