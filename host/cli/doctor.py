@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -22,6 +23,9 @@ from ..skills import discover, pool_tools
 from .options import McpConfigOption
 
 console = Console()
+DISCORD_API = "https://discord.com/api/v10"
+# Application flags of the privileged intent that the Discord channel asks for (verified bots, and others).
+_MESSAGE_CONTENT_FLAGS = (1 << 18) | (1 << 19)
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ async def run_checks(settings: Settings) -> list[Check]:
     async with httpx.AsyncClient() as client:
         for profile in settings.providers:
             checks.append(await _provider_check(client, profile))
+        checks.extend(await _discord_checks(client, settings))
     checks.extend(await _server_checks(settings))
     checks.append(_sandbox_check())
     checks.append(_optional_tool("chromium", "browser", "apt-get install chromium (needed by the browser server)"))
@@ -75,6 +80,35 @@ def settings_help(settings: Settings) -> str:
     except ConfigError as exc:
         return str(exc)
     return ""
+
+
+async def _discord_checks(client: httpx.AsyncClient, settings: Settings) -> list[Check]:
+    """With a bot token: the extra is installed, Discord takes the token, and the bot may read messages (without
+    the Message Content Intent, Discord refuses the channel's connection). No token, no rows."""
+    config = settings.discord
+    if not config.token:
+        return []
+    if importlib.util.find_spec("discord") is None:
+        return [Check("discord", "extra", False, "a bot token is set: pip install 'hermitcrab[discord]'")]
+    base = (config.api_base or DISCORD_API).rstrip("/")
+    headers = {"Authorization": f"Bot {config.token}"}
+    try:
+        me = await client.get(f"{base}/users/@me", headers=headers, timeout=10)
+        if me.status_code in (401, 403):
+            fix = "reset it in the Developer Portal (Bot → Reset Token) and set DISCORD_TOKEN or [discord] token"
+            return [Check("discord", "token", False, f"Discord refused the bot token (HTTP {me.status_code}): {fix}")]
+        me.raise_for_status()
+        application = await client.get(f"{base}/oauth2/applications/@me", headers=headers, timeout=10)
+        application.raise_for_status()
+    except httpx.HTTPError as exc:
+        return [Check("discord", "reachable", False, f"cannot reach Discord at {base}: {type(exc).__name__}")]
+    user = me.json()
+    intent = bool(int(application.json().get("flags", 0)) & _MESSAGE_CONTENT_FLAGS)
+    intent_detail = "on" if intent else "off: turn on Message Content Intent (Developer Portal → Bot)"
+    return [
+        Check("discord", "token", True, f"logs in as {user.get('username')} ({user.get('id')})"),
+        Check("discord", "message content intent", intent, intent_detail),
+    ]
 
 
 def _home_check(settings: Settings) -> Check:

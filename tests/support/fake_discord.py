@@ -39,6 +39,7 @@ OWNER = "700000000000000001"
 STRANGER = "700000000000000002"
 API = "/api/v10"
 MESSAGE_CONTENT = 1 << 15
+GATEWAY_MESSAGE_CONTENT_LIMITED = 1 << 19  # the application flag of a bot whose Message Content Intent is on
 Json = dict[str, Any]
 
 
@@ -246,7 +247,7 @@ class FakeDiscord:
             [
                 web.get("/gateway", self.gateway),
                 web.get(f"{API}/users/@me", self._me),
-                web.get(f"{API}/oauth2/applications/@me", lambda _: _json(_application())),
+                web.get(f"{API}/oauth2/applications/@me", self._application),
                 web.put(f"{API}/applications/{{app}}/commands", self._commands),
                 web.post(f"{API}/channels/{{channel}}/messages", self._send),
                 web.patch(f"{API}/channels/{{channel}}/messages/{{message}}", self._edit),
@@ -263,6 +264,9 @@ class FakeDiscord:
         self.requests.append(f"{request.method} {request.path}")
         response: web.StreamResponse = await handler(request)
         return response
+
+    async def _application(self, _: web.Request) -> web.Response:
+        return _json(_application(GATEWAY_MESSAGE_CONTENT_LIMITED if self.message_content_intent else 0))
 
     async def _me(self, request: web.Request) -> web.Response:
         if request.headers.get("Authorization") != f"Bot {TOKEN}":
@@ -388,7 +392,7 @@ def _user(user_id: str, *, bot: bool = False) -> Json:
     }
 
 
-def _application() -> Json:
+def _application(flags: int) -> Json:
     return {
         "id": BOT_ID,
         "name": "crab",
@@ -397,7 +401,7 @@ def _application() -> Json:
         "bot_public": True,
         "bot_require_code_grant": False,
         "verify_key": "0" * 64,
-        "flags": 0,
+        "flags": flags,
         "owner": _user(OWNER),
     }
 
