@@ -22,6 +22,7 @@ from typing import Protocol
 
 from .config import home_dir, load_settings
 from .errors import ConfigError, HermitcrabError
+from .files import write_atomically
 
 UNIT_NAME = "hermitcrab.service"
 AGENT_LABEL = "local.hermitcrab"
@@ -286,7 +287,7 @@ def write(manager: ServiceManager, program: Program) -> bool:
     if manager.path.exists() and manager.path.read_text(encoding="utf-8") == content:
         return False
     manager.path.parent.mkdir(parents=True, exist_ok=True)
-    manager.path.write_text(content, encoding="utf-8")
+    write_atomically(manager.path, content)
     return True
 
 
@@ -294,10 +295,7 @@ def run_commands(commands: list[Command], echo: Callable[[str], None]) -> None:
     """Run each command, echoing it first; a failure that matters stops here with the tool's own words."""
     for command in commands:
         echo(f"$ {command}")
-        try:
-            done = subprocess.run(command.argv, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ServiceError(f"`{command}` could not run: {exc}") from exc
+        done = _run(command, 60, f"`{command}` could not run")
         if done.returncode != 0 and not command.may_fail:
             said = (done.stderr or done.stdout).strip().splitlines()
             raise ServiceError(f"`{command}` failed (exit {done.returncode}): {said[-1] if said else 'no output'}")
@@ -305,14 +303,19 @@ def run_commands(commands: list[Command], echo: Callable[[str], None]) -> None:
 
 def _query(command: Command) -> str:
     """The service manager's answer on stdout; ServiceError says why it could not answer."""
-    try:
-        done = subprocess.run(command.argv, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ServiceError(f"{command.argv[0]}: {exc}") from exc
+    done = _run(command, 30, command.argv[0])
     if done.returncode != 0:
         said = done.stderr.strip().splitlines()
         raise ServiceError(f"{command.argv[0]}: {said[-1] if said else f'exit {done.returncode}'}")
     return done.stdout
+
+
+def _run(command: Command, timeout: float, failed: str) -> subprocess.CompletedProcess[str]:
+    """`command`'s outcome; a command that cannot start or does not finish is a ServiceError led by `failed`."""
+    try:
+        return subprocess.run(command.argv, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ServiceError(f"{failed}: {exc}") from exc
 
 
 def _systemctl(*args: str, may_fail: bool = False) -> Command:
