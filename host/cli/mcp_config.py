@@ -9,11 +9,11 @@ from typing import Annotated
 import typer
 
 from ..config import home_dir
-from .servers import OWN_SERVERS, portable_entry, server_entry
+from .servers import ServerName, portable_entry, server_entry
 
 
 def mcp_config(
-    name: Annotated[str, typer.Argument(help=f"One of: {', '.join(OWN_SERVERS)}")],
+    name: ServerName,
     portable: Annotated[
         bool,
         typer.Option(
@@ -22,8 +22,6 @@ def mcp_config(
     ] = False,
 ) -> None:
     """Print the mcpServers entry to paste into claude_desktop_config.json (or any MCP host)."""
-    if name not in OWN_SERVERS:
-        raise typer.BadParameter(f"unknown server {name!r}; choose one of: {', '.join(OWN_SERVERS)}")
     entry = portable_entry(name) if portable else server_entry(name, home_dir(os.environ))
     typer.echo(json.dumps({"mcpServers": {name: entry}}, indent=2))
 

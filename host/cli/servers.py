@@ -6,10 +6,23 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from ..server_settings import FACTS
 
 OWN_SERVERS = ("memory", "exec", "browser", "cron", "spawn")
+
+
+def own_server(name: str) -> str:
+    """`name` when it is one of our servers; otherwise a usage error that lists them."""
+    if name not in OWN_SERVERS:
+        raise typer.BadParameter(f"unknown server {name!r}; choose one of: {', '.join(OWN_SERVERS)}")
+    return name
+
+
+ServerName = Annotated[str, typer.Argument(help=f"One of: {', '.join(OWN_SERVERS)}", callback=own_server)]
 
 
 def launch_command(name: str) -> str:
