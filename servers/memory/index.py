@@ -248,8 +248,9 @@ class MemoryIndex:
         chunks = {rel: record.chunks for rel, record in self.files.items()}
         dates = {rel: record.date for rel, record in self.files.items()}
         results: list[Result] = select(ranked, chunks, dates, limit, self.settings)
+        weights = self.lexical.term_weights(query)
         return [
-            result.as_dict(chunks[result.path], self.settings.neighbour_chars, self.lexical.term_weights(query))
+            result.as_dict(chunks[result.path], self.settings.neighbour_chars, weights)
             for result in results
             if result.score >= min_score
         ]

@@ -95,13 +95,24 @@ def focus(text: str, weights: Mapping[str, float], size: int) -> str:
         return text
     if size <= 2:
         return text[:size]
-    starts = [0] + [m.start() for m in _WORD.finditer(text) if m.start() > 0]
     words = [(m.start(), m.end(), set(analyze(m[0])) & weights.keys()) for m in _WORD.finditer(text)]
+    starts = [0] + [first for first, _, _ in words if first > 0]
     best, best_weight = 0, -1.0
-    for start in starts:
+    counts: dict[str, int] = {}  # query terms of the words in words[lo:hi], the stretch from `start`
+    lo = hi = 0
+    for start in starts:  # both ends only move right: one pass over the words
         end = start + size - (2 if start else 1)
-        held = {term for first, last, terms in words if first >= start and last <= end for term in terms}
-        weight = sum(weights[term] for term in held)
+        while lo < len(words) and words[lo][0] < start:
+            if lo < hi:
+                for term in words[lo][2]:
+                    counts[term] -= 1
+            lo += 1
+        hi = max(hi, lo)
+        while hi < len(words) and words[hi][1] <= end:
+            for term in words[hi][2]:
+                counts[term] = counts.get(term, 0) + 1
+            hi += 1
+        weight = sum(weights[term] for term in sorted(counts) if counts[term])
         if weight > best_weight:
             best, best_weight = start, weight
     end = best + size - (2 if best else 1)
