@@ -14,6 +14,7 @@ import logging
 import shutil
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -80,6 +81,8 @@ class MemoryIndex:
         self._positions: dict[str, int] = {}  # BM25 document id -> position
         self.table = ChunkTable.build([], [], [], [])  # per-position facts for re-scoring
         self._own_vector: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)  # by position: not a shared vector
+        # a query is embedded on this thread while BM25 searches on the caller's (both release the GIL)
+        self._query_thread = ThreadPoolExecutor(1, thread_name_prefix="memory-query")
         with self._lock:
             self.lexical = LexicalIndex(state / "tantivy")
             self.vectors = VectorStore(state / "vectors", embedder) if embedder else None
@@ -269,15 +272,17 @@ class MemoryIndex:
         """Ranked lists of words, meaning, and both again within the days the query names; their fusion."""
         settings = self.settings
         n = settings.candidates
+        meaning = self._query_thread.submit(self.vectors.scores, query) if self.vectors is not None else None
         weights = self.lexical.term_weights(query)
         ranges = ranges_in(query)
         dated = [
             rel for rel, record in self.files.items() if record.date and any(r.contains(record.date) for r in ranges)
         ]
-        similarity = self.vectors.scores(query) if self.vectors is not None else None
         text = self._text_leg(weights, n, None)
-        vector = top(similarity, n, self._own_vector) if similarity is not None else []
         dated_text = self._text_leg(weights, n, dated) if dated else []
+        named = named_speakers(query, self.table.names)
+        similarity = meaning.result() if meaning is not None else None
+        vector = top(similarity, n, self._own_vector) if similarity is not None else []
         legs = [(text, settings.text_weight)]
         if similarity is not None:
             legs.append((vector, settings.vector_weight))
@@ -295,7 +300,7 @@ class MemoryIndex:
             fused=fuse(legs, settings.rrf_k),
             similarity=similarity,
             term_weights=weights,
-            named=named_speakers(query, self.table.names),
+            named=named,
             rrf_k=settings.rrf_k,
         )
 

@@ -171,10 +171,12 @@ def select(
     best: dict[tuple[str, int], _Window] = {}
     stale = set(anchors)
     spent = 0
+    heads = {
+        anchor: len(heading_line(files[anchor[0]][anchor[1]].headings, dates.get(anchor[0]))) for anchor in anchors
+    }
     while len(results) < limit:
         room = settings.result_chars * (len(results) + 1) - spent
-        heads = {path: len(heading_line(files[path][hit].headings, dates.get(path))) for path, hit in anchors}
-        limits = {(path, hit): min(settings.window_chars, room - heads[path]) for path, hit in anchors}
+        limits = {anchor: min(settings.window_chars, room - heads[anchor]) for anchor in anchors}
         stale |= {a for a, w in best.items() if w.size > limits[a] or (w.cut and w.limit < limits[a])}
         for path, hit in stale - shown:
             taken = [(r.first, r.last) for r in results if r.path == path]
@@ -192,9 +194,12 @@ def select(
             missed *= 1.0 - chance.get((path, i), 0.0)
         score = 1.0 - missed if calibrated else chance[anchor]
         results.append(Result(path, found.first, found.last, score, found.full, dates.get(path), room))
-        spent += min(room, heads[path] + found.size - 1)
+        spent += min(room, heads[anchor] + found.size - 1)
         shown.update((path, i) for i in range(found.first, found.last + 1))
-        stale = {a for a in best if a[0] == path}
+        # only windows that looked as far as the one just taken can change
+        stale = {
+            a for a, w in best.items() if a[0] == path and w.looked[0] <= found.last and found.first <= w.looked[1]
+        }
     return results
 
 
@@ -207,6 +212,7 @@ class _Window:
     size: int  # characters shown, a newline after each chunk
     limit: int  # the size it was chosen within
     cut: bool  # whether that limit kept out a neighbour
+    looked: tuple[int, int]  # the first and last chunk it was chosen from, including the ones that stopped it
 
 
 def _best_window(
@@ -228,6 +234,7 @@ def _best_window(
         return i == hit or chance.get((path, i), 0.0) >= settings.full_share * own
 
     cut = False
+    looked = [hit, hit]
 
     def reach(step: int, end: int) -> list[tuple[float, int]]:
         """(value, size) of each neighbour from `hit` towards `end`, as far as the window could reach within
@@ -236,6 +243,7 @@ def _best_window(
         found: list[tuple[float, int]] = []
         used = len(chunks[hit].text) + 1
         for i in range(hit + step, end + step, step):
+            looked[step > 0] = i
             if chunks[i].headings != chunks[hit].headings:
                 break
             length = len(chunks[i].text)
@@ -269,7 +277,7 @@ def _best_window(
     gain, left, right, size = best
     first, last = hit - left, hit + right
     full = {i for i in range(first, last + 1) if shown_in_full(i)}
-    return _Window(gain, first, last, full, size, limit, cut)
+    return _Window(gain, first, last, full, size, limit, cut, (looked[0], looked[1]))
 
 
 def _room(count: int, hit: int, taken: Sequence[tuple[int, int]]) -> tuple[int, int]:

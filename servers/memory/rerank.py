@@ -199,4 +199,8 @@ def _place(ranks: Mapping[int, int], position: int, k: float) -> float:
 def named_speakers(query: str, names: frozenset[str]) -> frozenset[str]:
     """The speakers among `names` that `query` names as whole words."""
     lowered = query.lower()
-    return frozenset(name for name in names if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", lowered))
+    return frozenset(
+        name  # the substring test first: a chat log may have hundreds of "names" (any `Word:` starting a line)
+        for name in names
+        if name in lowered and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", lowered)
+    )
