@@ -22,8 +22,8 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment
 
-from .cli.servers import launch_command
 from .errors import ToolServerError
+from .own_servers import launch_command
 from .server_settings import FACTS, ServerFacts
 
 MANIFEST_VERSION = "0.4"  # the first with `uv` servers (marked experimental in the spec)

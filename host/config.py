@@ -198,6 +198,12 @@ class Settings:
     def state(self) -> Path:
         return self.home / "state"
 
+    def log_file(self, name: str) -> Path:
+        """`state/logs/<name>`, its folder made if missing: where the host and the servers' stderr write."""
+        logs = self.state / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        return logs / name
+
     @property
     def skill_dirs(self) -> list[Path]:
         """Where skills are looked for, highest precedence first."""

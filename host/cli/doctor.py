@@ -150,9 +150,7 @@ async def _server_checks(settings: Settings) -> list[Check]:
     if not settings.servers:
         none = Check("mcp", "servers", False, "no mcpServers configured: the agent has no tools", fatal=False)
         return [none, *_skill_checks(settings, set())]
-    logs = settings.state / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    with (logs / "doctor-servers.log").open("w", encoding="utf-8") as errlog:
+    with settings.log_file("doctor-servers.log").open("w", encoding="utf-8") as errlog:
         async with McpPool(settings.servers, startup_timeout_s=30, errlog=errlog) as pool:
             servers = [_server_check(handle) for handle in pool.handles.values()]
             return [*servers, *_skill_checks(settings, pool_tools(pool))]

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 from ..config import home_dir
-from .servers import OWN_SERVERS, server_entry
+from ..own_servers import OWN_SERVERS, server_entry
 
 console = Console()
 EXAMPLE_SKILL = "skills/daily-brief/SKILL.md"

@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from ..config import home_dir
-from .servers import ServerName, portable_entry, server_entry
+from ..own_servers import portable_entry, server_entry
+from .servers import ServerName
 
 
 def mcp_config(

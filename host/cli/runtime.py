@@ -27,9 +27,7 @@ class _Brief(logging.Formatter):
 
 def setup_logging(verbose: bool, settings: Settings) -> None:
     """Everything from INFO up, with tracebacks, to `state/logs/host.log`; warnings (or all, verbose) to stderr."""
-    logs = settings.state / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    to_file = logging.FileHandler(logs / "host.log", encoding="utf-8")
+    to_file = logging.FileHandler(settings.log_file("host.log"), encoding="utf-8")
     to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     to_terminal = logging.StreamHandler(sys.stderr)
     to_terminal.setLevel(logging.INFO if verbose else logging.WARNING)
@@ -43,10 +41,8 @@ async def open_agent(settings: Settings, sessions: Path | None = None) -> AsyncG
     """Start the MCP servers and an HTTP client; close both when the block ends. Transcripts live in `sessions`
     (default `state/sessions`)."""
     profiles = settings.require_provider()
-    logs = settings.state / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
     send, receive = anyio.create_memory_object_stream[ServerEvent](max_buffer_size=1000)
-    with (logs / "servers.log").open("a", encoding="utf-8") as errlog, send, receive:
+    with settings.log_file("servers.log").open("a", encoding="utf-8") as errlog, send, receive:
         async with httpx.AsyncClient() as client, McpPool(settings.servers, on_event=send.send, errlog=errlog) as pool:
             provider = FailoverProvider([create(profile, client) for profile in profiles])
             store = SessionStore(sessions or settings.state / "sessions")

@@ -1,18 +1,12 @@
-"""hermitcrab's own MCP servers: how to launch each one, for `init` and `mcp-config`."""
+"""The server-name argument of the commands that act on one of our servers (`mcp-config`, `bundle`, `server-json`)."""
 
 from __future__ import annotations
 
-import shlex
-import shutil
-import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..server_settings import FACTS
-
-OWN_SERVERS = ("memory", "exec", "browser", "cron", "spawn")
+from ..own_servers import OWN_SERVERS
 
 
 def own_server(name: str) -> str:
@@ -23,36 +17,3 @@ def own_server(name: str) -> str:
 
 
 ServerName = Annotated[str, typer.Argument(help=f"One of: {', '.join(OWN_SERVERS)}", callback=own_server)]
-
-
-def launch_command(name: str) -> str:
-    """The server's console script: next to this Python first (a venv that is not activated), then on PATH."""
-    return _script(f"hermitcrab-{name}")
-
-
-def _script(script: str) -> str:
-    beside = Path(sys.executable).parent / script
-    if beside.exists():
-        return str(beside)
-    return shutil.which(script) or script
-
-
-def server_entry(name: str, home: Path) -> dict[str, str | list[str]]:
-    """The Claude Desktop `mcpServers` entry; the arguments pin the server to this home, since hosts do not pass
-    HERMITCRAB_HOME on to servers."""
-    workspace, state = str(home / "workspace"), ["--state", str(home / "state" / name)]
-    args = {
-        "memory": ["--workspace", workspace, *state],
-        "exec": ["--root", workspace, *state, *FACTS["exec"].switches],
-        "browser": ["--root", workspace, *state],  # uploads come only from the workspace
-        "cron": state,
-        # the agent runtime is this host's own `subagent` command, pinned to this home like the servers
-        "spawn": [*state, "--agent", shlex.join([_script("hermitcrab"), "subagent", "--home", str(home)])],
-    }
-    return {"command": launch_command(name), "args": args[name]}
-
-
-def portable_entry(name: str) -> dict[str, str | list[str]]:
-    """An `mcpServers` entry that works on any machine with uv: `uvx` installs the server's extra on first use, and
-    paths are left to that machine's default home (~/.hermitcrab)."""
-    return {"command": "uvx", "args": ["--from", f"hermitcrab[{name}]", f"hermitcrab-{name}", *FACTS[name].switches]}

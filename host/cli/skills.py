@@ -22,9 +22,7 @@ def skills(mcp_config: McpConfigOption = None) -> None:
 async def _report(settings: Settings) -> str:
     if not needs_tools(settings.skill_dirs):
         return report(discover(settings.skill_dirs, settings.skills.environ, set()))
-    logs = settings.state / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    with (logs / "servers.log").open("a", encoding="utf-8") as errlog:
+    with settings.log_file("servers.log").open("a", encoding="utf-8") as errlog:
         async with McpPool(settings.servers, errlog=errlog) as pool:
             return report(discover(settings.skill_dirs, settings.skills.environ, pool_tools(pool)))
 

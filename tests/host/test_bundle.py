@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app, main
-from hermitcrab.host.cli.servers import OWN_SERVERS
+from hermitcrab.host.own_servers import OWN_SERVERS
 from hermitcrab.host.server_settings import FACTS
 from tests.support.processes import help_of
 

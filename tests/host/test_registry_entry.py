@@ -16,7 +16,7 @@ from jsonschema import Draft7Validator
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
-from hermitcrab.host.cli.servers import OWN_SERVERS
+from hermitcrab.host.own_servers import OWN_SERVERS
 from hermitcrab.host.registry_entry import SCHEMA_URL, server_json
 
 SCHEMA = Path(__file__).parents[1] / "support" / "mcp-registry-server.schema.json"
