@@ -169,6 +169,7 @@ def select(
     shown: set[tuple[str, int]] = set()
     results: list[Result] = []
     best: dict[tuple[str, int], _Window] = {}
+    sides: dict[tuple[str, int], tuple[_Side, _Side]] = {}
     stale = set(anchors)
     spent = 0
     heads = {
@@ -180,8 +181,11 @@ def select(
         stale |= {a for a, w in best.items() if w.size > limits[a] or (w.cut and w.limit < limits[a])}
         for path, hit in stale - shown:
             taken = [(r.first, r.last) for r in results if r.path == path]
-            worth = chance if calibrated else {(path, hit): chance[(path, hit)]}
-            best[(path, hit)] = _best_window(files[path], path, hit, worth, taken, settings, limits[(path, hit)])
+            if (path, hit) not in sides:
+                worth = chance if calibrated else {(path, hit): chance[(path, hit)]}
+                sides[(path, hit)] = _sides(files[path], path, hit, worth, settings)
+            window = _best_window(files[path], hit, chance[(path, hit)], sides[(path, hit)], taken, limits[(path, hit)])
+            best[(path, hit)] = window
         for anchor in stale & shown:
             best.pop(anchor, None)
         if not best:
@@ -215,50 +219,78 @@ class _Window:
     looked: tuple[int, int]  # the first and last chunk it was chosen from, including the ones that stopped it
 
 
-def _best_window(
-    chunks: Sequence[Chunk],
-    path: str,
-    hit: int,
-    chance: Mapping[tuple[str, int], float],
-    taken: Sequence[tuple[int, int]],
-    settings: RankSettings,
-    limit: int,
-) -> _Window:
-    """The run of chunks around `hit` with the highest gain (see `select`), clear of the `taken` windows, at most
-    `limit` characters (the anchor alone may be longer: it is shown as much as there is room for)."""
-    lowest, highest = _room(len(chunks), hit, taken)
+def _sides(
+    chunks: Sequence[Chunk], path: str, hit: int, chance: Mapping[tuple[str, int], float], settings: RankSettings
+) -> tuple[_Side, _Side]:
+    """What lies before and after `hit` for a window to take; the same however the window is limited later."""
     price = settings.char_cost if settings.models is not None else 0.0  # without a model, fill the window
     own = chance.get((path, hit), 0.0)
 
-    def shown_in_full(i: int) -> bool:
-        return i == hit or chance.get((path, i), 0.0) >= settings.full_share * own
-
-    cut = False
-    looked = [hit, hit]
-
-    def reach(step: int, end: int) -> list[tuple[float, int]]:
-        """(value, size) of each neighbour from `hit` towards `end`, as far as the window could reach within
-        its section."""
-        nonlocal cut
-        found: list[tuple[float, int]] = []
+    def side(step: int) -> _Side:
+        neighbours: list[tuple[int, float, int, bool]] = []
         used = len(chunks[hit].text) + 1
-        for i in range(hit + step, end + step, step):
-            looked[step > 0] = i
+        i = hit + step
+        while 0 <= i < len(chunks):
             if chunks[i].headings != chunks[hit].headings:
-                break
-            length = len(chunks[i].text)
-            shown = length if shown_in_full(i) else min(length, settings.neighbour_chars)
+                return _Side(neighbours, i, too_big=False)
+            length, worth = len(chunks[i].text), chance.get((path, i), 0.0)
+            full = worth >= settings.full_share * own
+            shown = length if full else min(length, settings.neighbour_chars)
             used += shown + 1
-            if used > limit:
-                cut = True
-                break
+            if used > settings.window_chars:
+                return _Side(neighbours, i, too_big=True)
             # a clipped neighbour holds the answer in the part shown only: a share of its chance
-            found.append((chance.get((path, i), 0.0) * shown / max(length, 1) - price * (shown + 1), shown + 1))
-        return found
+            neighbours.append((i, worth * shown / max(length, 1) - price * (shown + 1), shown + 1, full))
+            i += step
+        return _Side(neighbours, None, too_big=False)
 
-    before, after = reach(-1, lowest), reach(1, highest)
-    best = (own, 0, 0, len(chunks[hit].text) + 1)  # the anchor is shown whatever it costs: its size must not rank it
-    left_value, left_size = own, best[3]
+    return side(-1), side(1)
+
+
+@dataclass(frozen=True)
+class _Side:
+    """An anchor's neighbours on one side, nearest first, as far as the widest window could reach within its
+    section: (chunk, value, size shown, shown in full) each. Then the chunk that ended the list (None: the file's
+    edge) and whether it was too big to fit (else it starts another section)."""
+
+    neighbours: list[tuple[int, float, int, bool]]
+    stop: int | None
+    too_big: bool
+
+    def within(self, step: int, end: int, limit: int, used: int) -> tuple[list[tuple[float, int]], int, bool]:
+        """(value, size) of the neighbours up to chunk `end` that fit in `limit` characters with the `used` ones;
+        the last chunk looked at; whether `limit` kept one out."""
+        found: list[tuple[float, int]] = []
+        for i, value, size, _ in self.neighbours:
+            if (i - end) * step > 0:
+                return found, end, False
+            used += size
+            if used > limit:
+                return found, i, True
+            found.append((value, size))
+        if self.stop is None or (self.stop - end) * step > 0:
+            return found, end, False
+        return found, self.stop, self.too_big
+
+
+def _best_window(
+    chunks: Sequence[Chunk],
+    hit: int,
+    own: float,
+    sides: tuple[_Side, _Side],
+    taken: Sequence[tuple[int, int]],
+    limit: int,
+) -> _Window:
+    """The run of chunks around `hit` (whose chance is `own`) with the highest gain (see `select`), clear of the
+    `taken` windows, at most `limit` characters (the anchor alone may be longer: it is shown as much as there is
+    room for)."""
+    lowest, highest = _room(len(chunks), hit, taken)
+    anchor_size = len(chunks[hit].text) + 1
+    before, first_looked, cut_before = sides[0].within(-1, lowest, limit, anchor_size)
+    after, last_looked, cut_after = sides[1].within(1, highest, limit, anchor_size)
+    cut = cut_before or cut_after
+    best = (own, 0, 0, anchor_size)  # the anchor is shown whatever it costs: its size must not rank it
+    left_value, left_size = own, anchor_size
     for left in range(len(before) + 1):
         if left:
             left_value, left_size = left_value + before[left - 1][0], left_size + before[left - 1][1]
@@ -276,8 +308,8 @@ def _best_window(
                 best = (value, left, right, size)
     gain, left, right, size = best
     first, last = hit - left, hit + right
-    full = {i for i in range(first, last + 1) if shown_in_full(i)}
-    return _Window(gain, first, last, full, size, limit, cut, (looked[0], looked[1]))
+    shown_full = (i for i, _, _, full in (*sides[0].neighbours, *sides[1].neighbours) if full and first <= i <= last)
+    return _Window(gain, first, last, {hit, *shown_full}, size, limit, cut, (first_looked, last_looked))
 
 
 def _room(count: int, hit: int, taken: Sequence[tuple[int, int]]) -> tuple[int, int]:

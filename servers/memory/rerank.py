@@ -166,11 +166,11 @@ def features(candidates: Sequence[int], signals: Signals, table: ChunkTable) -> 
     ) / count
     total_weight = sum(signals.term_weights.values()) or 1.0
     coverage, near_coverage = np.zeros(len(at)), np.zeros(len(at))
+    nearby = [table.neighbour(at, offset) for offset in (-2, -1, 1, 2)]
     for term, weight in signals.term_weights.items():
         held = table.holding(term)
         near = np.zeros(len(at), dtype=bool)
-        for offset in (-2, -1, 1, 2):
-            moved, same_file = table.neighbour(at, offset)
+        for moved, same_file in nearby:
             near |= same_file & held[moved]
         coverage += weight * held[at]
         near_coverage += weight * (near & ~held[at])
