@@ -8,9 +8,11 @@ only towards neighbours likely to matter, and none repeats what another shows.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TypeVar
 
 from .chunking import Chunk
@@ -179,18 +181,33 @@ def select(
         room = settings.result_chars * (len(results) + 1) - spent
         limits = {anchor: min(settings.window_chars, room - heads[anchor]) for anchor in anchors}
         stale |= {a for a, w in best.items() if w.size > limits[a] or (w.cut and w.limit < limits[a])}
-        for path, hit in stale - shown:
-            taken = [(r.first, r.last) for r in results if r.path == path]
-            if (path, hit) not in sides:
-                worth = chance if calibrated else {(path, hit): chance[(path, hit)]}
-                sides[(path, hit)] = _sides(files[path], path, hit, worth, settings)
-            window = _best_window(files[path], hit, chance[(path, hit)], sides[(path, hit)], taken, limits[(path, hit)])
-            best[(path, hit)] = window
         for anchor in stale & shown:
             best.pop(anchor, None)
-        if not best:
+        stale -= shown
+
+        bounds = {
+            a: (_most(best.get(a), sides.get(a), chance[a], limits[a] if a in stale else None), -order[a])
+            for a in anchors
+            if a not in shown
+        }
+        anchor: tuple[str, int] | None = None
+        for candidate in sorted(bounds, key=bounds.__getitem__, reverse=True):
+            if anchor is not None and bounds[candidate] < (best[anchor].gain, -order[anchor]):
+                break  # the windows not looked at again cannot beat it: computing them would change nothing
+            if candidate in stale:
+                path, hit = candidate
+                taken = [(r.first, r.last) for r in results if r.path == path]
+                if candidate not in sides:
+                    worth = chance if calibrated else {candidate: chance[candidate]}
+                    sides[candidate] = _sides(files[path], path, hit, worth, settings)
+                best[candidate] = _best_window(
+                    files[path], hit, chance[candidate], sides[candidate], taken, limits[candidate]
+                )
+                stale.discard(candidate)
+            if anchor is None or (best[candidate].gain, -order[candidate]) > (best[anchor].gain, -order[anchor]):
+                anchor = candidate
+        if anchor is None:
             break
-        anchor = max(best, key=lambda a: (best[a].gain, -order[a]))
         found = best.pop(anchor)
         path = anchor[0]
         missed = 1.0
@@ -201,10 +218,22 @@ def select(
         spent += min(room, heads[anchor] + found.size - 1)
         shown.update((path, i) for i in range(found.first, found.last + 1))
         # only windows that looked as far as the one just taken can change
-        stale = {
+        stale |= {
             a for a, w in best.items() if a[0] == path and w.looked[0] <= found.last and found.first <= w.looked[1]
         }
     return results
+
+
+def _most(window: _Window | None, sides: tuple[_Side, _Side] | None, own: float, limit: int | None) -> float:
+    """The most an anchor's window can gain now. `window` was its best within a limit and the windows taken then;
+    `limit` is its limit now if more windows were taken or the limit changed since (None: `window` still holds).
+    Within a smaller limit and more taken windows it can only gain less; within a wider one, at most all that
+    its neighbours are worth."""
+    if window is None or sides is None:
+        return math.inf
+    if limit is not None and limit > window.limit:
+        return own + sides[0].ceiling + sides[1].ceiling
+    return window.gain
 
 
 @dataclass(frozen=True)
@@ -256,6 +285,11 @@ class _Side:
     neighbours: list[tuple[int, float, int, bool]]
     stop: int | None
     too_big: bool
+
+    @cached_property
+    def ceiling(self) -> float:
+        """More than any window can gain from this side (a hair more, for rounding)."""
+        return sum(max(value, 0.0) for _, value, _, _ in self.neighbours) * (1 + 1e-9) + 1e-12
 
     def within(self, step: int, end: int, limit: int, used: int) -> tuple[list[tuple[float, int]], int, bool]:
         """(value, size) of the neighbours up to chunk `end` that fit in `limit` characters with the `used` ones;
