@@ -108,6 +108,8 @@ class MemoryIndex:
         if not stale and not gone and self.last_sync is not None:
             return
         clock = _PhaseClock()
+        if stale and self.vectors is not None and not self.vectors.cached:
+            warm_up(self.embedder)  # a first index will embed: load a local model while the files are read
         with self._lock:
             meta = self._read_meta()
             indexed: dict[str, dict[str, Any]] = meta.get("files", {})
@@ -122,7 +124,7 @@ class MemoryIndex:
                 self.skipped.pop(rel, None)
             todo = self._to_embed()
             if todo:
-                warm_up(self.embedder)  # load a local model while BM25 indexes
+                warm_up(self.embedder)  # or at least while BM25 indexes
             clock.lap("read")
             clear = meta.get("lexical") != self._lexical_signature() or (
                 self.last_sync is None and self._lexical_mismatch(indexed)
