@@ -184,7 +184,6 @@ def select(
         for anchor in stale & shown:
             best.pop(anchor, None)
         stale -= shown
-
         bounds = {
             a: (_most(best.get(a), sides.get(a), chance[a], limits[a] if a in stale else None), -order[a])
             for a in anchors
