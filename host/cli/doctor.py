@@ -7,11 +7,14 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import httpx
 import typer
+from mcp.client.stdio import get_default_environment
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..config import ProviderProfile, Settings, load_settings
@@ -53,7 +56,7 @@ def doctor(
     table = Table("", "area", "check", "detail")
     for check in checks:
         mark = "[green]ok[/green]" if check.ok else ("[red]FAIL[/red]" if check.fatal else "[yellow]warn[/yellow]")
-        table.add_row(mark, check.area, check.name, check.detail)
+        table.add_row(mark, check.area, escape(check.name), escape(check.detail))  # details quote [sections]
     console.print(table)
     if any(not c.ok and c.fatal for c in checks):
         raise typer.Exit(1)
@@ -68,6 +71,7 @@ async def run_checks(settings: Settings) -> list[Check]:
             checks.append(await _provider_check(client, profile))
         checks.extend(await _discord_checks(client, settings))
     checks.extend(await _server_checks(settings))
+    checks.extend(_subagent_checks(settings))
     checks.append(_sandbox_check())
     checks.append(_optional_tool("chromium", "browser", "apt-get install chromium (needed by the browser server)"))
     checks.append(_service_check())
@@ -154,6 +158,27 @@ async def _server_checks(settings: Settings) -> list[Check]:
         async with McpPool(settings.servers, startup_timeout_s=30, errlog=errlog) as pool:
             servers = [_server_check(handle) for handle in pool.handles.values()]
             return [*servers, *_skill_checks(settings, pool_tools(pool))]
+
+
+def _subagent_checks(settings: Settings) -> list[Check]:
+    """Whether a sub-agent finds a model. Our spawn server starts `hermitcrab subagent` with the environment it was
+    given, and MCP hosts (this one too) give a server only PATH, HOME and the like plus its entry's `env`: a key
+    exported only in this shell works for the agent but never reaches its sub-agents."""
+    spawn = next((s for s in settings.servers if s.command and Path(s.command).name == "hermitcrab-spawn"), None)
+    if spawn is None or not settings.providers:
+        return []
+    child = get_default_environment() | dict(spawn.env) | {"HERMITCRAB_HOME": str(settings.home)}
+    try:
+        found = load_settings(child).providers
+    except ConfigError as exc:
+        return [Check("spawn", "sub-agent provider", False, f"a sub-agent cannot read the config: {exc}")]
+    if found:
+        return [Check("spawn", "sub-agent provider", True, f"sub-agents use {found[0].label}")]
+    detail = (
+        f"sub-agents find no model provider: the key is only in this shell's environment, which servers do not "
+        f"inherit; put it in {settings.config_file} ([[providers]] api_key) or in [mcpServers.{spawn.name}] env"
+    )
+    return [Check("spawn", "sub-agent provider", False, detail, fatal=False)]
 
 
 def _skill_checks(settings: Settings, tools: set[str]) -> list[Check]:

@@ -1,0 +1,58 @@
+"""`doctor` says whether sub-agents find a model: the spawn server starts them with a server's small environment."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hermitcrab.host.cli.app import app
+from hermitcrab.host.own_servers import server_entry
+from tests.host.cli.test_commands import flowing
+from tests.support.fake_llm import running_fake_llm
+
+runner = CliRunner()
+
+
+def _only_spawn(home: Path, env: dict[str, str]) -> None:
+    """config.toml with our spawn server alone, as `init` writes it, plus `env`."""
+    entry = server_entry("spawn", home)
+    variables = ", ".join(f"{name} = {json.dumps(value)}" for name, value in env.items())
+    (home / "config.toml").write_text(
+        f"[mcpServers.spawn]\ncommand = {json.dumps(entry['command'])}\nargs = {json.dumps(entry['args'])}\n"
+        f"env = {{ {variables} }}\n"
+    )
+
+
+@pytest.fixture
+def shell_provider(monkeypatch: pytest.MonkeyPatch):
+    """A model provider given only in this shell's environment (a fake one on 127.0.0.1)."""
+    with running_fake_llm() as llm:
+        variables = {"HERMITCRAB_LLM_BASE_URL": llm.url, "HERMITCRAB_LLM_API_KEY": "sk-test"}
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        yield variables
+
+
+def test_a_key_only_in_the_shell_is_reported_as_unseen_by_sub_agents(hermitcrab_home: Path, shell_provider):
+    _only_spawn(hermitcrab_home, {})
+
+    result = runner.invoke(app, ["doctor"], env={"COLUMNS": "400"})
+
+    output = flowing(result.output)
+    assert "answered HTTP 200" in output  # the agent itself has its provider
+    assert "sub-agents find no model provider" in output
+    assert "[mcpServers.spawn] env" in output
+    assert "sk-test" not in result.output
+
+
+def test_a_key_in_the_spawn_entry_reaches_sub_agents(hermitcrab_home: Path, shell_provider: dict[str, str]):
+    _only_spawn(hermitcrab_home, shell_provider)
+
+    result = runner.invoke(app, ["doctor"], env={"COLUMNS": "400"})
+
+    output = flowing(result.output)
+    assert "sub-agents use openai:" in output
+    assert "sub-agents find no model provider" not in output
