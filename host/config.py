@@ -397,7 +397,7 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
     return Settings(
         home=home,
         providers=providers,
-        servers=tuple(_server(name, entry) for name, entry in entries.items() if not entry.disabled),
+        servers=tuple(_server(name, entry, env) for name, entry in entries.items() if not entry.disabled),
         agent=_agent(config.agent, providers, env),
         heartbeat=HeartbeatSettings(
             beat.every_minutes, _hours(beat.active_hours) if beat.active_hours else None, beat.timezone
@@ -464,20 +464,52 @@ def _discord(entry: _DiscordEntry, env: Mapping[str, str]) -> DiscordSettings:
     )
 
 
-def _server(name: str, entry: _ServerEntry) -> ServerConfig:
+def _server(name: str, entry: _ServerEntry, env: Mapping[str, str]) -> ServerConfig:
+    def expand(value: str, key: str) -> str:
+        return expand_variables(value, env, f"mcpServers.{name}.{key}")
+
     return ServerConfig(
         name=name,
-        command=entry.command,
-        args=tuple(entry.args),
-        env=entry.env,
+        command=expand(entry.command, "command") if entry.command else None,
+        args=tuple(expand(arg, "args") for arg in entry.args),
+        env={key: expand(value, f"env.{key}") for key, value in entry.env.items()},
         cwd=entry.cwd,
-        url=entry.url,
-        headers=entry.headers,
+        url=expand(entry.url, "url") if entry.url else None,
+        headers={key: expand(value, f"headers.{key}") for key, value in entry.headers.items()},
         enabled_tools=None if entry.enabled_tools is None else tuple(entry.enabled_tools),
         disabled_tools=tuple(entry.disabled_tools),
         timeout_s=entry.timeout_s,
         protocol=entry.protocol,
     )
+
+
+# What the environment may say about the model provider: the HERMITCRAB_* profile first, then the vendors' own.
+PROVIDER_VARIABLES = (
+    "HERMITCRAB_PROVIDER",
+    "HERMITCRAB_LLM_BASE_URL",
+    "HERMITCRAB_LLM_API_KEY",
+    "HERMITCRAB_MODEL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+)
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_variables(value: str, env: Mapping[str, str], where: str) -> str:
+    """`${NAME}` and `${NAME:-default}` in a server entry filled from the environment, as Claude Code does in
+    `.mcp.json`: servers get only a small default environment, so an entry passes on what it needs by name."""
+
+    def fill(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        found = env.get(name)
+        if found is not None and (found or default is None):  # like the shell: `:-` also replaces an empty value
+            return found
+        if default is not None:
+            return default
+        raise ConfigError(f"{where}: ${{{name}}} is not set; set it, or write ${{{name}:-}} to pass it only when set")
+
+    return _VARIABLE.sub(fill, value)
 
 
 def _providers(entries: list[_ProviderEntry], env: Mapping[str, str]) -> tuple[ProviderProfile, ...]:
@@ -496,8 +528,7 @@ def _providers(entries: list[_ProviderEntry], env: Mapping[str, str]) -> tuple[P
 
 
 def _env_profile(env: Mapping[str, str]) -> ProviderProfile | None:
-    wanted = ("HERMITCRAB_PROVIDER", "HERMITCRAB_LLM_BASE_URL", "HERMITCRAB_LLM_API_KEY", "HERMITCRAB_MODEL")
-    if not any(env.get(name) for name in wanted):
+    if not any(env.get(name) for name in PROVIDER_VARIABLES[:4]):
         return None
     kind = env.get("HERMITCRAB_PROVIDER") or "openai"
     if kind not in DEFAULT_MODELS:

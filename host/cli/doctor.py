@@ -176,7 +176,8 @@ def _subagent_checks(settings: Settings) -> list[Check]:
         return [Check("spawn", "sub-agent provider", True, f"sub-agents use {found[0].label}")]
     detail = (
         f"sub-agents find no model provider: the key is only in this shell's environment, which servers do not "
-        f"inherit; put it in {settings.config_file} ([[providers]] api_key) or in [mcpServers.{spawn.name}] env"
+        f'inherit; pass it on in [mcpServers.{spawn.name}] env (NAME = "${{NAME:-}}", as init writes it) or '
+        f"put it in {settings.config_file} ([[providers]] api_key)"
     )
     return [Check("spawn", "sub-agent provider", False, detail, fatal=False)]
 

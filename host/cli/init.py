@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from ..config import home_dir
+from ..config import PROVIDER_VARIABLES, home_dir
 from ..own_servers import OWN_SERVERS, server_entry
 
 console = Console()
@@ -58,9 +58,11 @@ def render_config(home: Path) -> str:
     blocks: list[str] = []
     for name in OWN_SERVERS:
         entry = server_entry(name, home)
-        blocks.append(
-            f"[mcpServers.{name}]\ncommand = {json.dumps(entry['command'])}\nargs = {json.dumps(entry['args'])}\n"
-        )
+        block = f"[mcpServers.{name}]\ncommand = {json.dumps(entry['command'])}\nargs = {json.dumps(entry['args'])}\n"
+        if name == "spawn":  # its sub-agents need the provider settings this shell may hold; servers get no others
+            passed = ", ".join(f"{variable} = {json.dumps(f'${{{variable}:-}}')}" for variable in PROVIDER_VARIABLES)
+            block += f"env = {{ {passed} }}\n"
+        blocks.append(block)
     return template.replace("{servers}", "\n".join(blocks)).replace("{webhook_token}", secrets.token_urlsafe(24))
 
 

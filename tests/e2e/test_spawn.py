@@ -15,7 +15,6 @@ import pytest
 
 from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
 
-from .conftest import cli_env
 from .test_run import TOKEN, Host, events_in_main, remember_sink, wait_for
 
 FAKE_CLI = str(Path(__file__).parents[1] / "servers" / "spawn" / "fake_cli.py")
@@ -31,7 +30,6 @@ PROVIDER_ENV = (
 @pytest.fixture
 def start(hermitcrab_home: Path, llm: FakeLLM, tmp_path: Path) -> Iterator[Callable[[], Host]]:
     """Start `hermitcrab run` whose only server is hermitcrab-spawn, with two fake CLIs and the agent runtime."""
-    env = cli_env(hermitcrab_home, llm)
     spawn = {
         "command": sys.executable,
         "args": [
@@ -40,7 +38,7 @@ def start(hermitcrab_home: Path, llm: FakeLLM, tmp_path: Path) -> Iterator[Calla
             *("--cli", f"slow={sys.executable} {FAKE_CLI} --sleep 2"),
             *("--agent", f"{sys.executable} -m hermitcrab.host.cli subagent"),
         ],
-        "env": {name: env[name] for name in PROVIDER_ENV},
+        "env": {name: f"${{{name}:-}}" for name in PROVIDER_ENV},  # passed on from the host's environment
     }
     desktop = tmp_path / "desktop.json"
     desktop.write_text(json.dumps({"mcpServers": {"spawn": spawn}}))

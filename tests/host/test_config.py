@@ -113,3 +113,24 @@ def test_unknown_keys_in_claude_desktop_entries_are_errors_but_its_own_keys_are_
     desktop.write_text(json.dumps({"mcpServers": {"fs": {**entry, "enabled_tool": ["read"]}}}))
     with pytest.raises(ConfigError, match=r"fs.enabled_tool: unknown key \(did you mean 'enabled_tools'\?\)"):
         load_settings({"HERMITCRAB_HOME": str(tmp_path)}, mcp_config=desktop)
+
+
+def test_server_entries_take_variables_from_the_environment_as_claude_code_does(tmp_path: Path):
+    (tmp_path / "config.toml").write_text(
+        "[mcpServers.kit]\n"
+        'command = "${TOOLS}/kit"\n'
+        'args = ["--region", "${REGION:-eu}"]\n'
+        'env = { API_KEY = "${KIT_KEY}", OPTIONAL = "${UNSET:-}", EMPTY = "${BLANK:-fallback}" }\n'
+        "[mcpServers.remote]\n"
+        'url = "http://127.0.0.1:${PORT}/mcp"\n'
+        'headers = { Authorization = "Bearer ${TOKEN}" }\n'
+    )
+    env = {"HERMITCRAB_HOME": str(tmp_path), "TOOLS": "/opt", "KIT_KEY": "k-1", "BLANK": "", "PORT": "8000"}
+
+    kit, remote = load_settings({**env, "TOKEN": "t-2"}).servers
+
+    assert (kit.command, kit.args) == ("/opt/kit", ("--region", "eu"))
+    assert dict(kit.env) == {"API_KEY": "k-1", "OPTIONAL": "", "EMPTY": "fallback"}
+    assert (remote.url, dict(remote.headers)) == ("http://127.0.0.1:8000/mcp", {"Authorization": "Bearer t-2"})
+    with pytest.raises(ConfigError, match=r"mcpServers.remote.headers.Authorization: \$\{TOKEN\} is not set"):
+        load_settings(env)

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
-from hermitcrab.host.own_servers import server_entry
+from hermitcrab.host.cli.init import render_config
 from tests.host.cli.test_commands import flowing
 from tests.support.fake_llm import running_fake_llm
 
 runner = CliRunner()
 
 
-def _only_spawn(home: Path, env: dict[str, str]) -> None:
-    """config.toml with our spawn server alone, as `init` writes it, plus `env`."""
-    entry = server_entry("spawn", home)
+def _only_spawn(home: Path, env: dict[str, str] | None = None) -> None:
+    """config.toml with our spawn server alone, as `init` writes it (or with another `env`)."""
+    entry = tomllib.loads(render_config(home))["mcpServers"]["spawn"]
+    env = entry["env"] if env is None else env
     variables = ", ".join(f"{name} = {json.dumps(value)}" for name, value in env.items())
     (home / "config.toml").write_text(
         f"[mcpServers.spawn]\ncommand = {json.dumps(entry['command'])}\nargs = {json.dumps(entry['args'])}\n"
@@ -48,8 +50,8 @@ def test_a_key_only_in_the_shell_is_reported_as_unseen_by_sub_agents(hermitcrab_
     assert "sk-test" not in result.output
 
 
-def test_a_key_in_the_spawn_entry_reaches_sub_agents(hermitcrab_home: Path, shell_provider: dict[str, str]):
-    _only_spawn(hermitcrab_home, shell_provider)
+def test_the_spawn_entry_init_writes_passes_the_shells_provider_on(hermitcrab_home: Path, shell_provider):
+    _only_spawn(hermitcrab_home)  # env = { HERMITCRAB_LLM_API_KEY = "${HERMITCRAB_LLM_API_KEY:-}", ... }
 
     result = runner.invoke(app, ["doctor"], env={"COLUMNS": "400"})
 
