@@ -243,7 +243,8 @@ class MemoryIndex:
         self, query: str, limit: int, min_score: float = 0.0, today: dt.date | None = None
     ) -> list[dict[str, object]]:
         """Up to `limit` result windows for `query`, best first, each as the dict `memory_search` returns."""
-        candidates, scores = self.candidates(query)
+        signals = self.signals(query)
+        candidates, scores = self.candidates(signals)
         today = today or dt.date.today()
         ranked: list[tuple[str, int, float]] = []
         for position, score in zip(candidates, scores, strict=True):
@@ -253,17 +254,15 @@ class MemoryIndex:
         chunks = {rel: record.chunks for rel, record in self.files.items()}
         dates = {rel: record.date for rel, record in self.files.items()}
         results: list[Result] = select(ranked, chunks, dates, limit, self.settings)
-        weights = self.lexical.term_weights(query)
         return [
-            result.as_dict(chunks[result.path], self.settings.neighbour_chars, weights)
+            result.as_dict(chunks[result.path], self.settings.neighbour_chars, signals.term_weights)
             for result in results
             if result.score >= min_score
         ]
 
-    def candidates(self, query: str) -> tuple[list[int], npt.NDArray[np.float64]]:
-        """Positions worth a look for `query` and their scores before decay: probabilities from the re-scoring
-        model, or plain fusion scores when `settings.models` is None."""
-        signals = self.signals(query)
+    def candidates(self, signals: Signals) -> tuple[list[int], npt.NDArray[np.float64]]:
+        """Positions worth a look for a query (its `signals`) and their scores before decay: probabilities from the
+        re-scoring model, or plain fusion scores when `settings.models` is None."""
         positions = list(signals.fused)
         if self.settings.models is None:
             return positions, np.array([signals.fused[p] for p in positions], dtype=np.float64)
