@@ -272,9 +272,14 @@ def preflight(program: Program) -> list[str]:
     return []
 
 
+def has_tool(manager: ServiceManager) -> bool:
+    """Whether this machine has the service manager's command (`systemctl`, `launchctl`)."""
+    return shutil.which(manager.tool) is not None
+
+
 def require_tool(manager: ServiceManager) -> None:
     """Refuse before writing anything when nothing here could start the service (a container, another init)."""
-    if shutil.which(manager.tool) is None:
+    if not has_tool(manager):
         raise ServiceError(
             f"no {manager.tool} on PATH, so nothing here can start the service; "
             "`--no-start` only writes the file, and in a container the runtime keeps `hermitcrab run` running"

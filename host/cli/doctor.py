@@ -21,7 +21,7 @@ from ..config import ProviderProfile, Settings, load_settings
 from ..errors import ConfigError
 from ..persona import BOOTSTRAP_ORDER
 from ..pool import MAX_SAME_FAILURES, McpPool, ServerHandle
-from ..service import ServiceError, manager_for
+from ..service import ServiceError, has_tool, manager_for
 from ..skills import discover, pool_tools
 from .options import McpConfigOption
 
@@ -244,7 +244,7 @@ def _service_check() -> Check:
         return Check("service", "hermitcrab run", True, str(exc), fatal=False)
     if not manager.path.exists():
         how = ": `hermitcrab service install` keeps it running"
-        if shutil.which(manager.tool) is None:
+        if not has_tool(manager):
             how = f", and no {manager.tool} here"
         return Check("service", "installed", True, f"no{how}", fatal=False)
     state = manager.state()

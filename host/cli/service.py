@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..config import home_dir
-from ..service import Command, manager_for, preflight, program_for, require_tool, run_commands, write
+from ..service import Command, has_tool, manager_for, preflight, program_for, require_tool, run_commands, write
 
 service = typer.Typer(
     help="Keep `hermitcrab run` running for months: a systemd user unit (Linux) or a launchd agent (macOS), "
@@ -77,10 +77,13 @@ def uninstall(dry_run: DryRunOption = False) -> None:
         typer.echo(f"would remove {manager.path}")
         _would_run(manager.forget())
         return
-    run_commands(manager.stop(), typer.echo)
+    managed = has_tool(manager)  # without it (a file written with --no-start) there is nothing to stop
+    if managed:
+        run_commands(manager.stop(), typer.echo)
     manager.path.unlink(missing_ok=True)
     typer.echo(f"removed {manager.path}")
-    run_commands(manager.forget(), typer.echo)
+    if managed:
+        run_commands(manager.forget(), typer.echo)
 
 
 @service.command()

@@ -191,6 +191,19 @@ def test_uninstall_stops_the_service_and_removes_exactly_what_install_wrote(user
     ]
 
 
+def test_a_file_written_without_systemctl_is_uninstalled_too(
+    user_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))
+    assert runner.invoke(app, ["service", "install", "--no-start"]).exit_code == 0
+    assert unit_path(user_home).exists()
+
+    result = runner.invoke(app, ["service", "uninstall"])
+
+    assert result.exit_code == 0, result.output
+    assert not unit_path(user_home).exists()
+
+
 def test_uninstall_with_nothing_installed_says_so(user_home: Path, systemctl: Path):
     result = runner.invoke(app, ["service", "uninstall"])
 
