@@ -466,7 +466,7 @@ def _discord(entry: _DiscordEntry, env: Mapping[str, str]) -> DiscordSettings:
 
 def _server(name: str, entry: _ServerEntry, env: Mapping[str, str]) -> ServerConfig:
     def expand(value: str, key: str) -> str:
-        return expand_variables(value, env, f"mcpServers.{name}.{key}")
+        return _expand_variables(value, env, f"mcpServers.{name}.{key}")
 
     return ServerConfig(
         name=name,
@@ -484,19 +484,12 @@ def _server(name: str, entry: _ServerEntry, env: Mapping[str, str]) -> ServerCon
 
 
 # What the environment may say about the model provider: the HERMITCRAB_* profile first, then the vendors' own.
-PROVIDER_VARIABLES = (
-    "HERMITCRAB_PROVIDER",
-    "HERMITCRAB_LLM_BASE_URL",
-    "HERMITCRAB_LLM_API_KEY",
-    "HERMITCRAB_MODEL",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-)
+PROFILE_VARIABLES = ("HERMITCRAB_PROVIDER", "HERMITCRAB_LLM_BASE_URL", "HERMITCRAB_LLM_API_KEY", "HERMITCRAB_MODEL")
+PROVIDER_VARIABLES = (*PROFILE_VARIABLES, "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def expand_variables(value: str, env: Mapping[str, str], where: str) -> str:
+def _expand_variables(value: str, env: Mapping[str, str], where: str) -> str:
     """`${NAME}` and `${NAME:-default}` in a server entry filled from the environment, as Claude Code does in
     `.mcp.json`: servers get only a small default environment, so an entry passes on what it needs by name."""
 
@@ -528,7 +521,7 @@ def _providers(entries: list[_ProviderEntry], env: Mapping[str, str]) -> tuple[P
 
 
 def _env_profile(env: Mapping[str, str]) -> ProviderProfile | None:
-    if not any(env.get(name) for name in PROVIDER_VARIABLES[:4]):
+    if not any(env.get(name) for name in PROFILE_VARIABLES):
         return None
     kind = env.get("HERMITCRAB_PROVIDER") or "openai"
     if kind not in DEFAULT_MODELS:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .server_settings import FACTS
 
-OWN_SERVERS = ("memory", "exec", "browser", "cron", "spawn")
+OWN_SERVERS = tuple(FACTS)  # memory, exec, browser, cron, spawn
 
 
 def launch_command(name: str) -> str:

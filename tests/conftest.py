@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from hermitcrab.host.config import PROVIDER_VARIABLES
+
 
 @pytest.fixture
 def anyio_backend() -> str:
@@ -24,15 +26,7 @@ def hermitcrab_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "hermitcrab-home"
     home.mkdir()
     monkeypatch.setenv("HERMITCRAB_HOME", str(home))
-    for name in (
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "OPENAI_BASE_URL",
-        "HERMITCRAB_PROVIDER",
-        "HERMITCRAB_LLM_BASE_URL",
-        "HERMITCRAB_LLM_API_KEY",
-        "HERMITCRAB_MODEL",
-    ):
+    for name in PROVIDER_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     return home
 

@@ -171,9 +171,10 @@ def _subagent_checks(settings: Settings) -> list[Check]:
     try:
         found = load_settings(child).providers
     except ConfigError as exc:
-        return [Check("spawn", "sub-agent provider", False, f"a sub-agent cannot read the config: {exc}")]
+        detail = f"a sub-agent cannot read the config: {exc}"
+        return [Check("spawn", "sub-agent provider", False, detail, fatal=False)]
     if found:
-        return [Check("spawn", "sub-agent provider", True, f"sub-agents use {found[0].label}")]
+        return [Check("spawn", "sub-agent provider", True, f"sub-agents use {found[0].label} at {found[0].base_url}")]
     detail = (
         f"sub-agents find no model provider: the key is only in this shell's environment, which servers do not "
         f'inherit; pass it on in [mcpServers.{spawn.name}] env (NAME = "${{NAME:-}}", as init writes it) or '

@@ -13,18 +13,13 @@ from typing import Any
 import httpx
 import pytest
 
+from hermitcrab.host.config import PROFILE_VARIABLES
 from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
 
 from .test_run import TOKEN, Host, events_in_main, remember_sink, wait_for
 
 FAKE_CLI = str(Path(__file__).parents[1] / "servers" / "spawn" / "fake_cli.py")
-PROVIDER_ENV = (
-    "HERMITCRAB_HOME",
-    "HERMITCRAB_PROVIDER",
-    "HERMITCRAB_LLM_BASE_URL",
-    "HERMITCRAB_LLM_API_KEY",
-    "HERMITCRAB_MODEL",
-)
+PROVIDER_ENV = ("HERMITCRAB_HOME", *PROFILE_VARIABLES)
 
 
 @pytest.fixture

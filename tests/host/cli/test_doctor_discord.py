@@ -4,7 +4,6 @@ the Message Content Intent is on, and a refused token says how to get a new one 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
+from tests.host.cli.test_commands import flowing
 from tests.support.fake_discord import BOT_ID, TOKEN, FakeDiscord, running_fake_discord
 
 runner = CliRunner()
@@ -31,7 +31,7 @@ def doctor(home: Path, discord_api: FakeDiscord | None, token: str | None) -> st
     if discord_api is not None:
         env["HERMITCRAB_DISCORD_API_BASE"] = discord_api.api_base
     result = runner.invoke(app, ["doctor", "--mcp-config", str(desktop)], env=env)
-    return " ".join(re.sub("[│┃]", " ", result.output).split())
+    return flowing(result.output)
 
 
 def test_a_good_token_logs_in_as_the_bot_and_the_intent_is_on(hermitcrab_home: Path, discord_api: FakeDiscord):

@@ -56,5 +56,5 @@ def test_the_spawn_entry_init_writes_passes_the_shells_provider_on(hermitcrab_ho
     result = runner.invoke(app, ["doctor"], env={"COLUMNS": "400"})
 
     output = flowing(result.output)
-    assert "sub-agents use openai:" in output
+    assert f"sub-agents use openai:gpt-4o-mini (environment) at {shell_provider['HERMITCRAB_LLM_BASE_URL']}" in output
     assert "sub-agents find no model provider" not in output
