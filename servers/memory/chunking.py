@@ -26,7 +26,7 @@ class Chunk:
     end_line: int
     text: str
     headings: tuple[str, ...]
-    unit_chars: int = 0
+    unit_chars: int
 
     @property
     def embed_text(self) -> str:

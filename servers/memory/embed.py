@@ -76,6 +76,8 @@ class USEEmbedder:
 
     def passages(self, texts: Sequence[str]) -> Vectors:
         parts = _split_evenly(list(texts), self._threads)
+        # The backend limits BLAS to one thread around each encode, but that limit is process-wide: the first
+        # thread to finish would restore the default under the other. Held here, it lasts until both are done.
         with self._blas.limit(limits=1, user_api="blas"):
             if len(parts) == 1:
                 rows = [self._model.encode(parts[0])]
@@ -85,8 +87,7 @@ class USEEmbedder:
         return np.concatenate(rows).astype(np.float32, copy=False).reshape(len(texts), -1)
 
     def query(self, text: str) -> Vectors:
-        with self._blas.limit(limits=1, user_api="blas"):
-            return np.asarray(self._model.encode([text])[0], dtype=np.float32)
+        return np.asarray(self._model.encode([text])[0], dtype=np.float32)
 
 
 def _split_evenly(texts: list[str], parts: int) -> list[list[str]]:
@@ -95,7 +96,7 @@ def _split_evenly(texts: list[str], parts: int) -> list[list[str]]:
     runs: list[list[str]] = [[]]
     done = 0
     for text in texts:
-        if runs[-1] and done >= total * len(runs) / parts:
+        if runs[-1] and len(runs) < parts and done >= total * len(runs) / parts:
             runs.append([])
         runs[-1].append(text)
         done += len(text)
@@ -144,6 +145,7 @@ class Unloading:
         self._idle_s = idle_s
         self._lock = threading.Lock()
         self._loaded: Embedder | None = None
+        self._warming: threading.Thread | None = None
         self._last_use = 0.0
 
     @property
@@ -159,8 +161,11 @@ class Unloading:
             return self._model().query(text)
 
     def warm(self) -> None:
-        """Start loading the model on a thread, so that it is ready when the first texts come."""
-        threading.Thread(target=self._load, name="embedder-load", daemon=True).start()
+        """Start loading the model on a thread, so that it is ready when the first texts come (once: not while it
+        is loaded or loading)."""
+        if self._loaded is None and not (self._warming and self._warming.is_alive()):
+            self._warming = threading.Thread(target=self._load, name="embedder-load", daemon=True)
+            self._warming.start()
 
     def _load(self) -> None:
         with self._lock:

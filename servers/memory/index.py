@@ -104,10 +104,10 @@ class MemoryIndex:
     def sync(self, progress: ProgressFactory | None = None) -> None:
         """Bring the index up to date with the files; cheap when nothing changed."""
         started = time.perf_counter()
+        clock = _PhaseClock()  # its "read" includes finding what changed
         stale, gone = self.pending()
         if not stale and not gone and self.last_sync is not None:
             return
-        clock = _PhaseClock()
         if stale and self.vectors is not None and not self.vectors.cached:
             warm_up(self.embedder)  # a first index will embed: load a local model while the files are read
         with self._lock:

@@ -154,11 +154,13 @@ def select(
 
     `ranked` holds `(path, chunk index, chance)`, best first, where chance is the probability that the chunk
     holds what the query asks for. A window is a run of chunks under one heading around one of the best
-    `settings.anchors` chunks: the anchor in full, neighbours clipped, at most `window_chars` characters. Its
-    gain is the chance its not yet shown chunks hold, less `char_cost` per character of its neighbours, so a
-    window reaches out only to neighbours likely to matter, and six windows spread over six exchanges rather
-    than repeat one.
-    Chosen one at a time, `limit` = n returns the first n results of any larger `limit`.
+    `settings.anchors` chunks: the anchor in full, neighbours clipped, at most `window_chars` characters and at
+    most what the budget leaves (the first n results show at most n times `result_chars`, heading lines
+    included). Its gain is the chance its not yet shown chunks hold (a clipped neighbour's in proportion to the
+    part shown), less `char_cost` per character of its neighbours, so a window reaches out only to neighbours
+    likely to matter, and six windows spread over six exchanges rather than repeat one.
+    Chosen one at a time, `limit` = n returns the first n results of any larger `limit`. After each choice only
+    the windows that could still win are chosen again (see `_most`).
 
     Without a model (`settings.models` None: plain fusion scores, for comparisons) scores are not
     probabilities and say nothing about neighbours, so windows are chosen by their anchor's score alone and

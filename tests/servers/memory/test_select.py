@@ -19,7 +19,8 @@ def _random_files(rng: random.Random) -> dict[str, list[Chunk]]:
         chunks: list[Chunk] = []
         for line in range(1, rng.randint(5, 60) + 1):
             heading = ("Log", f"part {line * rng.randint(1, 3) // 20}")
-            chunks.append(Chunk(line, line, "w" * rng.randint(5, 400), heading))
+            text = "w" * rng.randint(5, 400)
+            chunks.append(Chunk(line, line, text, heading, len(text)))
         files[f"f{number}.md"] = chunks
     return files
 
