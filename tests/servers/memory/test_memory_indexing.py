@@ -120,7 +120,7 @@ def _terminal_env() -> dict[str, str]:
     return {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
 
 
-def test_index_command_builds_the_index_that_a_server_then_uses(workspace: Path, state: Path) -> None:
+async def test_index_command_builds_the_index_that_a_server_then_uses(workspace: Path, state: Path) -> None:
     done = subprocess.run(
         _memory_command("index", "--workspace", workspace, "--state", state, "--embedder", "none"),
         capture_output=True,
@@ -132,6 +132,11 @@ def test_index_command_builds_the_index_that_a_server_then_uses(workspace: Path,
     assert done.stdout.count("\n") == 1 and "embed" in done.stdout
     assert done.stderr == ""
     assert (state / "meta.json").exists() and (state / "tantivy").is_dir()
+    async with Client(build_server(workspace=workspace, state=state, embedder=None, watch=False)) as client:
+        found = await client.call_tool("memory_search", {"query": "garage door code", "max_results": 1})
+        status = (await client.call_tool("memory_status", {})).structured_content or {}
+    assert "4711" in (found.structured_content or {})["results"][0]["snippet"]
+    assert status["warnings"] == []  # the index was taken as it was, not rebuilt
 
 
 async def test_status_says_where_the_last_sync_spent_its_time(workspace: Path, state: Path) -> None:
@@ -177,15 +182,22 @@ def test_a_slow_index_shows_a_progress_bar_on_stderr_and_prints_only_its_summary
 
 
 def test_a_quick_index_shows_no_progress_bar(workspace: Path, state: Path) -> None:
+    notes = "".join(f"- note {n}: the parcel for order {n} waits at locker {n % 7}\n" for n in range(150))
+    (workspace / "memory" / "2025-06-01.md").write_text(notes, encoding="utf-8")  # three requests to embed
+    endpoint = Embeddings()  # answers at once: embedding ends well within the second before a bar would show
     terminal = Terminal()
-    subprocess.run(
-        _memory_command("index", "--workspace", workspace, "--state", state, "--embedder", "none"),
-        stdout=subprocess.PIPE,
-        stderr=terminal.slave,
-        env=_terminal_env(),
-        timeout=60,
-        check=True,
-    )
+    try:
+        subprocess.run(
+            _memory_command("index", "--workspace", workspace, "--state", state, "--embedder", endpoint.spec),
+            stdout=subprocess.PIPE,
+            stderr=terminal.slave,
+            env=_terminal_env(),
+            timeout=60,
+            check=True,
+        )
+    finally:
+        endpoint.close()
+    assert len(endpoint.texts) == 155  # the fixture's five notes and these were embedded
     assert terminal.text() == ""
 
 
@@ -261,5 +273,5 @@ async def test_a_restart_over_an_indexed_state_leaves_the_model_unloaded(workspa
                 break
             await anyio.sleep(0.05)
         assert status["chunks"] == 5 and status["vectors_cached"] == 5
-        await anyio.sleep(2)  # what a model load started by the sync would take
         assert not again.loaded
+        assert not any(thread.name == "embedder-load" for thread in threading.enumerate())  # nor loading
