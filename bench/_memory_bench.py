@@ -21,6 +21,12 @@ SYSTEMS = {
 }
 
 
+def percentile(values: list[float], share: float) -> float:
+    """The value `share` of the way up the sorted `values` (0.5: the median's upper neighbour, 0.99: p99)."""
+    ordered = sorted(values)
+    return ordered[min(int(share * len(ordered)), len(ordered) - 1)]
+
+
 @dataclass
 class Tally:
     """Per-system totals over every question of a run."""
@@ -47,9 +53,9 @@ class Tally:
     def row(self, name: str, over: str, with_hit10: bool) -> str:
         """A Markdown table row under `table`'s columns."""
         n = max(self.questions, 1)
-        lat = sorted(self.latencies)
+        lat = self.latencies
         p50 = f"{statistics.median(lat) * 1000:.1f}" if lat else "-"
-        p99 = f"{lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000:.1f}" if lat else "-"
+        p99 = f"{percentile(lat, 0.99) * 1000:.1f}" if lat else "-"
         seconds = self.index_seconds
         index = f"{statistics.mean(seconds):.2f} / {max(seconds):.2f}" if seconds else "-"
         hit10 = f" {(self.hit10 or 0) / n:.3f} |" if with_hit10 else ""

@@ -81,21 +81,18 @@ def fit(queries: list[Query], steps: int = 400, rate: float = 0.05, l2: float = 
     scores = [rows @ raw_weights + offset for rows, _, _ in queries]
     gaps = np.concatenate([score - score.max() for score in scores])
     labels = np.concatenate([labels for _, labels, _ in queries])
-    slope, behind, bias = _calibrate(np.concatenate(scores), gaps, labels, np.ones(len(labels)))
+    slope, behind, bias = _calibrate(np.concatenate(scores), gaps, labels)
     return LinearModel(tuple(float(w) for w in slope * raw_weights), slope * offset + bias, behind / slope)
 
 
-def _calibrate(
-    score: np.ndarray, gap: np.ndarray, labels: np.ndarray, weights: np.ndarray
-) -> tuple[float, float, float]:
-    """Weights of the score and of its gap to the query's best, and a bias: a weighted logistic regression
-    (Newton)."""
+def _calibrate(score: np.ndarray, gap: np.ndarray, labels: np.ndarray) -> tuple[float, float, float]:
+    """Weights of the score and of its gap to the query's best, and a bias: a logistic regression (Newton)."""
     design = np.stack([score, gap, np.ones_like(score)], axis=1)
     params = np.array([1.0, 0.0, 0.0])
     for _ in range(50):
         chance = 1 / (1 + np.exp(-np.clip(design @ params, -30, 30)))
-        hessian = (design * (weights * chance * (1 - chance))[:, None]).T @ design + 1e-6 * np.eye(3)
-        step = np.linalg.solve(hessian, design.T @ (weights * (chance - labels)))
+        hessian = (design * (chance * (1 - chance))[:, None]).T @ design + 1e-6 * np.eye(3)
+        step = np.linalg.solve(hessian, design.T @ (chance - labels))
         params -= step / max(1.0, float(np.abs(step).max()))  # damped: a full step can overshoot from afar
     return float(params[0]), float(params[1]), float(params[2])
 

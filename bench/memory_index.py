@@ -36,6 +36,7 @@ from mcp import Client, StdioServerParameters
 sys.path.insert(0, str(Path(__file__).parent))
 
 import _memory_longmemeval as longmemeval
+from _memory_bench import percentile
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("channels", "host", "servers", "workspace")
@@ -58,12 +59,11 @@ class Tally:
     def index_row(self, name: str) -> str:
         rate = sum(self.kilobytes) / max(sum(self.seconds), 1e-9)
         phases = ", ".join(f"{phase} {statistics.median(s):.2f}" for phase, s in self.phases.items()) or "-"
-        lat = sorted(self.latencies)
-        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+        lat = self.latencies
         return (
             f"| {name} | {statistics.median(self.seconds):.2f} | {max(self.seconds):.2f} | {rate:.0f} "
             f"| {statistics.median(self.cpu):.1f} | {phases} "
-            f"| {statistics.median(lat) * 1000:.1f} | {p99 * 1000:.1f} |"
+            f"| {statistics.median(lat) * 1000:.1f} | {percentile(lat, 0.99) * 1000:.1f} |"
         )
 
     def rss_row(self, name: str) -> str:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from _memory_bench import percentile
+
 QUESTIONS = 15
 REPEATS = 3
 
@@ -61,11 +63,6 @@ def run(code: Path | None, limit: int) -> dict[str, list[float]]:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(int(share * len(ordered)), len(ordered) - 1)] * 1000
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=6, help="haystacks (default 6)")
@@ -91,8 +88,8 @@ def main() -> None:
                 timings = run(code, args.limit)
                 search, signals = timings["search"], timings["signals"]
                 print(
-                    f"| {round_number} | {name} | {percentile(search, 0.1):.2f} | {percentile(search, 0.5):.2f} "
-                    f"| {percentile(signals, 0.5):.2f} |",
+                    f"| {round_number} | {name} | {percentile(search, 0.1) * 1000:.2f} "
+                    f"| {percentile(search, 0.5) * 1000:.2f} | {percentile(signals, 0.5) * 1000:.2f} |",
                     flush=True,
                 )
 

@@ -171,7 +171,8 @@ class MemoryIndex:
 
     def _lexical_rows(self, rel: str) -> list[tuple[str, str, list[str], list[str]]]:
         """BM25 rows of a file's chunks: the terms of each chunk with its headings, and those of its neighbours
-        (each chunk's text is analysed once, not once more for every neighbour that quotes it)."""
+        (each chunk's text is analysed once here, not once more for every neighbour that quotes it; `_load` keeps
+        only each chunk's distinct terms, for re-scoring, not these lists)."""
         chunks = self.files[rel].chunks
         terms = [analyze(chunk.text) for chunk in chunks]
         headings = {chunk.headings: analyze(" ".join(chunk.headings)) for chunk in chunks}
