@@ -206,7 +206,7 @@ class MemoryIndex:
             self.vectors.use(keys)
         # A vector shared by the pieces of a long line ranks once in the vector leg, as the line's first piece.
         self._own_vector = np.fromiter(
-            (p == 0 or keys[p] != keys[p - 1] for p in range(len(keys))), dtype=bool, count=len(keys)
+            (not _continues_line(self.files[rel].chunks, i) for rel, i in self._order), dtype=bool, count=len(keys)
         )
 
     def _read_meta(self) -> dict[str, Any]:
@@ -344,10 +344,14 @@ def _embed_texts(chunks: list[Chunk], before: int, after: int = 0) -> list[str]:
     each later piece shares that vector: on LongMemEval's long chat turns this embeds 2.4 times less text for
     the same hybrid hit@6, since BM25 tells the pieces apart."""
     texts: list[str] = []
-    for i, chunk in enumerate(chunks):
-        continues_line = i > 0 and chunk.start_line == chunks[i - 1].end_line
-        texts.append(texts[-1] if continues_line else _embed_text(chunks, i, before, after))
+    for i in range(len(chunks)):
+        texts.append(texts[-1] if _continues_line(chunks, i) else _embed_text(chunks, i, before, after))
     return texts
+
+
+def _continues_line(chunks: list[Chunk], i: int) -> bool:
+    """Whether chunk `i` is a later piece of the line the chunk before it is on."""
+    return i > 0 and chunks[i].start_line == chunks[i - 1].end_line
 
 
 def _embed_text(chunks: list[Chunk], i: int, before: int, after: int = 0) -> str:
