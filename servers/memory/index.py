@@ -29,7 +29,7 @@ from . import files as memfiles
 from .chunking import Chunk, chunk_markdown
 from .dates import ranges_in
 from .embed import Embedder, warm_up
-from .lexical import LEXICAL_VERSION, LexicalIndex, analyze
+from .lexical import LEXICAL_VERSION, LexicalIndex, analyze, doc_key
 from .ranking import RankSettings, Result, decay, fuse, select
 from .rerank import ChunkTable, Signals, features, model_for, named_speakers, speaker_of
 from .vectors import Progress, VectorStore, top
@@ -78,7 +78,11 @@ class MemoryIndex:
         self.last_sync_seconds = 0.0
         self.last_sync_phases: dict[str, float] = {}  # seconds spent reading and chunking, on BM25, embedding...
         self._order: list[tuple[str, int]] = []  # (file, chunk index) by position
-        self._positions: dict[str, int] = {}  # BM25 document id -> position
+        self._positions: dict[int, int] = {}  # BM25 document key -> position
+        self._chunks: dict[str, list[Chunk]] = {}
+        self._dates: dict[str, dt.date | None] = {}
+        self._file_numbers: dict[str, int] = {}  # as in table.files
+        self._decays: tuple[dt.date, npt.NDArray[np.float64]] | None = None  # see _decay
         self.table = ChunkTable.build([], [], [], [])  # per-position facts for re-scoring
         self._own_vector: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)  # by position: not a shared vector
         # a query is embedded on this thread while BM25 searches on the caller's (both release the GIL)
@@ -193,8 +197,11 @@ class MemoryIndex:
 
     def _reorder(self) -> None:
         self._order = [(rel, i) for rel in sorted(self.files) for i in range(len(self.files[rel].chunks))]
-        self._positions = {_chunk_id(rel, i): position for position, (rel, i) in enumerate(self._order)}
-        numbers = {rel: number for number, rel in enumerate(sorted(self.files))}
+        self._positions = {doc_key(_chunk_id(rel, i)): position for position, (rel, i) in enumerate(self._order)}
+        self._chunks = {rel: record.chunks for rel, record in self.files.items()}
+        self._dates = {rel: record.date for rel, record in self.files.items()}
+        self._decays = None
+        self._file_numbers = numbers = {rel: number for number, rel in enumerate(sorted(self.files))}
         self.table = ChunkTable.build(
             terms=[self.files[rel].terms[i] for rel, i in self._order],
             speakers=[speaker_of(self.files[rel].chunks[i].text) for rel, i in self._order],
@@ -246,20 +253,22 @@ class MemoryIndex:
         """Up to `limit` result windows for `query`, best first, each as the dict `memory_search` returns."""
         signals = self.signals(query)
         candidates, scores = self.candidates(signals)
-        today = today or dt.date.today()
-        ranked: list[tuple[str, int, float]] = []
-        for position, score in zip(candidates, scores, strict=True):
-            rel, i = self._order[position]
-            ranked.append((rel, i, float(score) * decay(self.files[rel].date, today, self.settings)))
+        decayed = scores * self._decay(today or dt.date.today())[np.asarray(candidates, dtype=np.intp)]
+        ranked = [(*self._order[position], score) for position, score in zip(candidates, decayed.tolist(), strict=True)]
         ranked.sort(key=lambda item: -item[2])
-        chunks = {rel: record.chunks for rel, record in self.files.items()}
-        dates = {rel: record.date for rel, record in self.files.items()}
-        results: list[Result] = select(ranked, chunks, dates, limit, self.settings)
+        results: list[Result] = select(ranked, self._chunks, self._dates, limit, self.settings)
         return [
-            result.as_dict(chunks[result.path], self.settings.neighbour_chars, signals.term_weights)
+            result.as_dict(self._chunks[result.path], self.settings.neighbour_chars, signals.term_weights)
             for result in results
             if result.score >= min_score
         ]
+
+    def _decay(self, today: dt.date) -> npt.NDArray[np.float64]:
+        """Each position's recency weight as of `today` (kept until the day or the files change)."""
+        if self._decays is None or self._decays[0] != today:
+            factors = {rel: decay(date, today, self.settings) for rel, date in self._dates.items()}
+            self._decays = (today, np.array([factors[rel] for rel, _ in self._order], dtype=np.float64))
+        return self._decays[1]
 
     def candidates(self, signals: Signals) -> tuple[list[int], npt.NDArray[np.float64]]:
         """Positions worth a look for a query (its `signals`) and their scores before decay: probabilities from the
@@ -291,9 +300,7 @@ class MemoryIndex:
         if dated:
             legs.append((dated_text, settings.date_weight * settings.text_weight))
             if similarity is not None:
-                dated_set = set(dated)
-                among = np.fromiter((rel in dated_set for rel, _ in self._order), dtype=bool, count=len(self._order))
-                among &= self._own_vector
+                among = np.isin(self.table.files, [self._file_numbers[rel] for rel in dated]) & self._own_vector
                 legs.append((top(similarity, n, among), settings.date_weight * settings.vector_weight))
         return Signals(
             text=_ranks(text),
@@ -308,7 +315,7 @@ class MemoryIndex:
 
     def _text_leg(self, weights: Mapping[str, float], limit: int, paths: list[str] | None) -> list[int]:
         hits = self.lexical.search(weights, limit, self.settings.near_weight, paths)
-        return [self._positions[chunk_id] for chunk_id, _ in hits if chunk_id in self._positions]
+        return [self._positions[key] for key, _ in hits if key in self._positions]
 
     def chunk(self, position: int) -> Chunk:
         rel, i = self._order[position]

@@ -6,6 +6,7 @@ always agree, and nothing depends on tokenizers that tantivy does not persist.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import re
@@ -21,7 +22,7 @@ import tantivy
 from . import heap
 
 logger = logging.getLogger(__name__)
-LEXICAL_VERSION = 1  # bump when analyze() changes: every document is then re-indexed
+LEXICAL_VERSION = 2  # bump when analyze() or the schema changes: every document is then re-indexed
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -64,7 +65,7 @@ class LexicalIndex:
 
     def __init__(self, directory: Path) -> None:
         builder = tantivy.SchemaBuilder()
-        builder.add_text_field("id", stored=True, tokenizer_name="raw")
+        builder.add_integer_field("key", fast=True)  # a hit's chunk, read from a column: no stored document to fetch
         builder.add_text_field("path", tokenizer_name="raw")
         builder.add_text_field("body", tokenizer_name="whitespace")
         builder.add_text_field("near", tokenizer_name="whitespace")
@@ -100,7 +101,8 @@ class LexicalIndex:
         for path in remove_paths:
             writer.delete_documents_by_term("path", path)
         for chunk_id, path, body, near in add:
-            writer.add_document(tantivy.Document(id=chunk_id, path=path, body=" ".join(body), near=" ".join(near)))
+            document = tantivy.Document(key=doc_key(chunk_id), path=path, body=" ".join(body), near=" ".join(near))
+            writer.add_document(document)
         writer.commit()
         writer.wait_merging_threads()
         self._index.reload()
@@ -114,9 +116,9 @@ class LexicalIndex:
 
     def search(
         self, weights: Mapping[str, float], limit: int, near_weight: float = 0.25, paths: Sequence[str] | None = None
-    ) -> list[tuple[str, float]]:
-        """Chunk ids by BM25 over the chunk text plus a lighter BM25 over its neighbours (any term may match),
-        only from `paths` when given.
+    ) -> list[tuple[int, float]]:
+        """The `doc_key`s of chunks by BM25 over the chunk text plus a lighter BM25 over its neighbours (any term
+        may match), only from `paths` when given.
 
         `weights` are the query's `term_weights`. Each query term is boosted by its IDF, so a term weighs IDF
         squared in all (the query side of tf-idf):
@@ -138,7 +140,13 @@ class LexicalIndex:
             within = tantivy.Query.term_set_query(self._schema, "path", list(paths))
             query_obj = tantivy.Query.boolean_query([(tantivy.Occur.Must, within), (tantivy.Occur.Must, query_obj)])
         hits = searcher.search(query_obj, limit).hits
-        return [(searcher.doc(address)["id"][0], float(score)) for score, address in hits]
+        keys: list[int] = searcher.fast_field_values("key", [address for _, address in hits])
+        return [(key, float(score)) for key, (score, _) in zip(keys, hits, strict=True)]
+
+
+def doc_key(chunk_id: str) -> int:
+    """The number a chunk id is stored as: a 63-bit hash (collisions are out of reach for one person's notes)."""
+    return int.from_bytes(hashlib.blake2b(chunk_id.encode(), digest_size=8).digest(), "little") >> 1
 
 
 def _idf(doc_freq: int, docs: int) -> float:

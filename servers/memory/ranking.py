@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TypeVar
 
 from .chunking import Chunk
@@ -97,7 +97,7 @@ def focus(text: str, weights: Mapping[str, float], size: int) -> str:
         return text
     if size <= 2:
         return text[:size]
-    words = [(m.start(), m.end(), set(analyze(m[0])) & weights.keys()) for m in _WORD.finditer(text)]
+    words = [(m.start(), m.end(), _word_terms(m[0]) & weights.keys()) for m in _WORD.finditer(text)]
     starts = [0] + [first for first, _, _ in words if first > 0]
     best, best_weight = 0, -1.0
     counts: dict[str, int] = {}  # query terms of the words in words[lo:hi], the stretch from `start`
@@ -121,6 +121,11 @@ def focus(text: str, weights: Mapping[str, float], size: int) -> str:
     if end >= len(text):
         return "…" + text[best:]
     return ("…" if best else "") + text[best:end].rstrip() + "…"
+
+
+@lru_cache(maxsize=8192)
+def _word_terms(word: str) -> frozenset[str]:
+    return frozenset(analyze(word))
 
 
 def fuse(lists: Sequence[tuple[Sequence[Key], float]], k: float) -> dict[Key, float]:

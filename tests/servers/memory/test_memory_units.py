@@ -14,7 +14,7 @@ from hermitcrab.servers.memory.chunking import MAX_UNIT_CHARS, Chunk, chunk_mark
 from hermitcrab.servers.memory.dates import ranges_in
 from hermitcrab.servers.memory.files import MemoryRoots, Written, append_entry, discover, file_date
 from hermitcrab.servers.memory.index import MemoryIndex
-from hermitcrab.servers.memory.lexical import LexicalIndex, analyze
+from hermitcrab.servers.memory.lexical import LexicalIndex, analyze, doc_key
 from hermitcrab.servers.memory.ranking import RankSettings, decay, fuse, select
 from hermitcrab.servers.memory.rerank import (
     FEATURES,
@@ -79,7 +79,7 @@ def test_a_rare_query_word_outweighs_a_common_one_on_short_lines(tmp_path: Path)
     index = LexicalIndex(tmp_path / "tantivy")
     index.replace([], [(f"m.md\x1f{i}", "m.md", analyze(line), []) for i, line in enumerate(lines)])
     hits = index.search(index.term_weights("What workshop did Ann attend recently?"), 5, near_weight=0)
-    assert hits[0][0] == "m.md\x1f3"
+    assert hits[0][0] == doc_key("m.md\x1f3")
 
 
 def test_daily_logs_are_dated_and_other_files_are_not():
