@@ -76,11 +76,13 @@ class LexicalIndex:
         try:
             self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
         except ValueError as exc:
-            logger.warning("BM25 index at %s is unreadable (%s); rebuilding it from the files", directory, exc)
+            # an index of an earlier LEXICAL_VERSION is re-indexed as a matter of course, not reported as broken
+            self.rebuilt = "schema does not match" not in str(exc)
+            if self.rebuilt:
+                logger.warning("BM25 index at %s is unreadable (%s); rebuilding it from the files", directory, exc)
             shutil.rmtree(directory)
             directory.mkdir(parents=True)
             self._index = tantivy.Index(self._schema, path=str(directory), reuse=False)
-            self.rebuilt = True
 
     def count(self) -> int:
         self._index.reload()

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+import tantivy
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -137,6 +138,20 @@ async def test_index_command_builds_the_index_that_a_server_then_uses(workspace:
         status = (await client.call_tool("memory_status", {})).structured_content or {}
     assert "4711" in (found.structured_content or {})["results"][0]["snippet"]
     assert status["warnings"] == []  # the index was taken as it was, not rebuilt
+
+
+async def test_an_index_of_an_earlier_version_is_rebuilt_quietly(workspace: Path, state: Path) -> None:
+    earlier = tantivy.SchemaBuilder()
+    earlier.add_text_field("id", stored=True, tokenizer_name="raw")
+    (state / "tantivy").mkdir(parents=True)
+    writer = tantivy.Index(earlier.build(), path=str(state / "tantivy")).writer()
+    writer.add_document(tantivy.Document(id="MEMORY.md\x1f0"))
+    writer.commit()
+    async with Client(build_server(workspace=workspace, state=state, embedder=None, watch=False)) as client:
+        found = await client.call_tool("memory_search", {"query": "garage door code", "max_results": 1})
+        status = (await client.call_tool("memory_status", {})).structured_content or {}
+    assert "4711" in (found.structured_content or {})["results"][0]["snippet"]
+    assert status["warnings"] == []  # an upgrade, not a broken index
 
 
 async def test_status_says_where_the_last_sync_spent_its_time(workspace: Path, state: Path) -> None:
