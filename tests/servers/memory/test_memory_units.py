@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 
 from hermitcrab.servers.memory.chunking import MAX_UNIT_CHARS, Chunk, chunk_markdown
 from hermitcrab.servers.memory.dates import ranges_in
-from hermitcrab.servers.memory.files import MemoryRoots, Written, append_entry, discover, file_date
+from hermitcrab.servers.memory.files import FileStat, MemoryRoots, Written, append_entry, discover, file_date
 from hermitcrab.servers.memory.index import MemoryIndex
 from hermitcrab.servers.memory.lexical import LexicalIndex, analyze, doc_key
 from hermitcrab.servers.memory.ranking import RankSettings, decay, fuse, select
@@ -183,6 +184,27 @@ def test_discovery_skips_hidden_and_non_markdown_files(tmp_path: Path):
     (tmp_path / "USER.md").write_text("x", encoding="utf-8")
     (tmp_path / "SOUL.md").write_text("x", encoding="utf-8")
     assert sorted(discover(MemoryRoots(tmp_path))) == ["USER.md", "memory/a.md"]
+
+
+def test_discovery_walks_subfolders_and_extra_paths_but_not_symlinks(tmp_path: Path):
+    workspace, notes = tmp_path / "workspace", tmp_path / "notes"
+    (workspace / "memory" / "topics" / "deep").mkdir(parents=True)
+    (workspace / "memory" / "topics" / "deep" / "c.md").write_text("x", encoding="utf-8")
+    (workspace / "memory" / "folder.md").mkdir()
+    (workspace / "memory" / "linked-folder").symlink_to(workspace / "memory" / "topics")
+    (workspace / "memory" / "linked.md").symlink_to(workspace / "memory" / "topics" / "deep" / "c.md")
+    (notes / "inbox").mkdir(parents=True)
+    (notes / "inbox" / "n.md").write_text("note", encoding="utf-8")
+    (tmp_path / "single.md").write_text("one", encoding="utf-8")
+    roots = MemoryRoots(workspace, (notes, tmp_path / "single.md"))
+    found = discover(roots)
+    assert list(found) == [
+        "memory/topics/deep/c.md",
+        f"{notes.as_posix()}/inbox/n.md",
+        (tmp_path / "single.md").as_posix(),
+    ]
+    on_disk = os.stat(notes / "inbox" / "n.md")
+    assert found[f"{notes.as_posix()}/inbox/n.md"] == FileStat(on_disk.st_mtime_ns, 4, on_disk.st_ino)
 
 
 def test_append_reports_the_lines_it_wrote(tmp_path: Path):
