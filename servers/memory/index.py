@@ -31,7 +31,7 @@ from .dates import ranges_in
 from .embed import Embedder, warm_up
 from .lexical import LEXICAL_VERSION, LexicalIndex, analyze, doc_key
 from .ranking import RankSettings, Result, decay, fuse, select
-from .rerank import ChunkTable, Signals, features, model_for, named_speakers, speaker_of
+from .rerank import ChunkTable, Signals, features, model_for, speaker_of
 from .vectors import Progress, VectorStore, top
 
 logger = logging.getLogger(__name__)
@@ -291,7 +291,7 @@ class MemoryIndex:
         ]
         text = self._text_leg(weights, n, None)
         dated_text = self._text_leg(weights, n, dated) if dated else []
-        named = named_speakers(query, self.table.names)
+        named = self.table.names.named_in(query)
         similarity = meaning.result() if meaning is not None else None
         vector = top(similarity, n, self._own_vector) if similarity is not None else []
         legs = [(text, settings.text_weight)]

@@ -11,7 +11,7 @@ is a calibrated probability that the chunk holds what the query asks for.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,7 +101,7 @@ class ChunkTable:
     speakers: Sequence[str | None]
     log_lengths: Matrix
     files: npt.NDArray[np.intp]  # which file each position belongs to: neighbours are positions of the same file
-    names: frozenset[str]  # every speaker seen
+    names: Speakers  # every speaker seen
 
     @classmethod
     def build(
@@ -120,7 +120,7 @@ class ChunkTable:
             speakers=speakers,
             log_lengths=np.log(np.asarray(lengths, dtype=np.float64) + 1),
             files=np.asarray(files, dtype=np.intp),
-            names=frozenset(name for name in speakers if name),
+            names=Speakers.of(name for name in speakers if name),
         )
 
     def holding(self, term: str) -> npt.NDArray[np.bool_]:
@@ -196,11 +196,45 @@ def _place(ranks: Mapping[int, int], position: int, k: float) -> float:
     return 0.0 if rank is None else k / (k + rank)
 
 
-def named_speakers(query: str, names: frozenset[str]) -> frozenset[str]:
-    """The speakers among `names` that `query` names as whole words."""
-    lowered = query.lower()
-    return frozenset(
-        name  # the substring test first: a chat log may have hundreds of "names" (any `Word:` starting a line)
-        for name in names
-        if name in lowered and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", lowered)
-    )
+_NAME_KEY = re.compile(r"[\w.'-]*")  # a name's first word, as the speaker pattern allows it
+_WORD_START = re.compile(r"(?<!\w)\w")
+
+
+@dataclass(frozen=True)
+class Speakers:
+    """Every speaker seen, filed by the name's first word. A chat log may hold thousands of "names" (any `Word:`
+    that starts a line, in years of notes), so finding the ones a query names must cost what the query is long,
+    not what the names are many."""
+
+    by_first_word: Mapping[str, tuple[str, ...]]
+    others: tuple[str, ...]  # names that do not start with a word character: tried one by one
+
+    @classmethod
+    def of(cls, names: Iterable[str]) -> Speakers:
+        by_first_word: dict[str, list[str]] = {}
+        others: list[str] = []
+        for name in set(names):
+            if _WORD_START.match(name):
+                by_first_word.setdefault(_first_word(name, 0), []).append(name)
+            else:
+                others.append(name)
+        return cls({word: tuple(found) for word, found in by_first_word.items()}, tuple(others))
+
+    def named_in(self, query: str) -> frozenset[str]:
+        """The speakers `query` names as whole words."""
+        lowered = query.lower()
+        found = {name for name in self.others if _names(lowered, name)}
+        for start in _WORD_START.finditer(lowered):
+            word = _first_word(lowered, start.start())
+            for end in range(1, len(word) + 1):  # a name's first word is this word, or the start of it
+                found.update(name for name in self.by_first_word.get(word[:end], ()) if _names(lowered, name))
+        return frozenset(found)
+
+
+def _first_word(text: str, at: int) -> str:
+    found = _NAME_KEY.match(text, at)
+    return found[0] if found else ""
+
+
+def _names(lowered: str, name: str) -> bool:
+    return name in lowered and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", lowered) is not None

@@ -6,6 +6,8 @@ import dataclasses
 import datetime as dt
 import math
 import os
+import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +24,9 @@ from hermitcrab.servers.memory.rerank import (
     MODELS,
     ChunkTable,
     Signals,
+    Speakers,
     features,
     model_for,
-    named_speakers,
     speaker_of,
 )
 
@@ -241,8 +243,21 @@ def test_speakers_are_the_authors_of_chat_lines_in_any_common_form():
     assert speaker_of("> Eve wrote: the invoice is paid") == "eve"
     assert speaker_of("- Bought milk") is None
     assert speaker_of("- Met Bob at the gym and later at the pool: nice") is None
-    assert named_speakers("What did Caroline paint?", frozenset({"caroline", "mel"})) == {"caroline"}
-    assert named_speakers("What did Melanie paint?", frozenset({"caroline", "mel"})) == frozenset()
+    speakers = Speakers.of(["caroline", "mel", "dr. smith", "o'neil", "@bot", "mel b"])
+    assert speakers.named_in("What did Caroline paint?") == {"caroline"}
+    assert speakers.named_in("What did Melanie paint?") == frozenset()  # whole words only
+    assert speakers.named_in("Did Dr. Smith and O'Neil's team meet?") == {"dr. smith", "o'neil"}
+    assert speakers.named_in("ask @bot, then Mel B") == {"@bot", "mel", "mel b"}
+
+
+def test_speakers_named_in_a_query_are_those_a_plain_search_of_every_name_finds():
+    pieces = ["al", "ali", "alice", "bo", "dr.", "o'neil", "x-ray", "_id", "@me", "é", "日本", "mel b", "3"]
+    chance = random.Random(7)
+    for _ in range(300):
+        names = {" ".join(chance.sample(pieces, chance.randint(1, 2))) for _ in range(8)}
+        query = " ".join(chance.choice([*pieces, "?", ",", "and", "alices"]) for _ in range(6))
+        plain = {name for name in names if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", query.lower())}
+        assert Speakers.of(names).named_in(query) == plain, (names, query)
 
 
 def test_features_measure_each_candidate_against_the_query():
@@ -252,7 +267,7 @@ def test_features_measure_each_candidate_against_the_query():
         lengths=[10, 30, 20, 5],
         files=[0, 0, 0, 1],
     )
-    assert table.names == {"alice", "bob"}
+    assert table.names.named_in("Did Alice or Bob or Carol call?") == {"alice", "bob"}
     signals = Signals(
         text={1: 0, 0: 1},
         vector={2: 0},
