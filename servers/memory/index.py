@@ -14,7 +14,6 @@ import logging
 import shutil
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -85,8 +84,6 @@ class MemoryIndex:
         self._decays: tuple[dt.date, npt.NDArray[np.float64]] | None = None  # see _decay
         self.table = ChunkTable.build([], [], [], [])  # per-position facts for re-scoring
         self._own_vector: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)  # by position: not a shared vector
-        # a query is embedded on this thread while BM25 searches on the caller's (both release the GIL)
-        self._query_thread = ThreadPoolExecutor(1, thread_name_prefix="memory-query")
         with self._lock:
             self.lexical = LexicalIndex(state / "tantivy")
             self.vectors = VectorStore(state / "vectors", embedder) if embedder else None
@@ -283,7 +280,6 @@ class MemoryIndex:
         """Ranked lists of words, meaning, and both again within the days the query names; their fusion."""
         settings = self.settings
         n = settings.candidates
-        meaning = self._query_thread.submit(self.vectors.scores, query) if self.vectors is not None else None
         weights = self.lexical.term_weights(query)
         ranges = ranges_in(query)
         dated = [
@@ -292,7 +288,7 @@ class MemoryIndex:
         text = self._text_leg(weights, n, None)
         dated_text = self._text_leg(weights, n, dated) if dated else []
         named = self.table.names.named_in(query)
-        similarity = meaning.result() if meaning is not None else None
+        similarity = self.vectors.scores(query) if self.vectors is not None else None
         vector = top(similarity, n, self._own_vector) if similarity is not None else []
         legs = [(text, settings.text_weight)]
         if similarity is not None:
