@@ -251,8 +251,8 @@ class MemoryIndex:
         signals = self.signals(query)
         candidates, scores = self.candidates(signals)
         decayed = scores * self._decay(today or dt.date.today())[np.asarray(candidates, dtype=np.intp)]
-        ranked = [(*self._order[position], score) for position, score in zip(candidates, decayed.tolist(), strict=True)]
-        ranked.sort(key=lambda item: -item[2])
+        best_first = np.argsort(-decayed, kind="stable").tolist()
+        ranked = [(*self._order[candidates[j]], float(decayed[j])) for j in best_first]
         results: list[Result] = select(ranked, self._chunks, self._dates, limit, self.settings)
         return [
             result.as_dict(self._chunks[result.path], self.settings.neighbour_chars, signals.term_weights)

@@ -10,6 +10,7 @@ is a calibrated probability that the chunk holds what the query asks for.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -176,10 +177,10 @@ def features(candidates: Sequence[int], signals: Signals, table: ChunkTable) -> 
         near_coverage += weight * (near & ~held[at])
     k = signals.rrf_k
     columns = (
-        [_place(signals.text, p, k) for p in candidates],
-        [_place(signals.vector, p, k) for p in candidates],
+        _places(signals.text, candidates, k),
+        _places(signals.vector, candidates, k),
         relative[at],
-        [_place(signals.dated_text, p, k) for p in candidates],
+        _places(signals.dated_text, candidates, k),
         np.where(np.isfinite(best_around), best_around, 0.0),
         coverage / total_weight,
         near_coverage / total_weight,
@@ -191,9 +192,10 @@ def features(candidates: Sequence[int], signals: Signals, table: ChunkTable) -> 
     return np.column_stack([np.asarray(column, dtype=np.float64) for column in columns]).reshape(len(at), len(FEATURES))
 
 
-def _place(ranks: Mapping[int, int], position: int, k: float) -> float:
-    rank = ranks.get(position)
-    return 0.0 if rank is None else k / (k + rank)
+def _places(ranks: Mapping[int, int], positions: Sequence[int], k: float) -> Matrix:
+    """k / (k + rank) of each position in one leg; 0 where the leg does not have it."""
+    found = np.array([ranks.get(position, math.inf) for position in positions], dtype=np.float64)
+    return k / (k + found)
 
 
 _NAME_KEY = re.compile(r"[\w.'-]*")  # a name's first word, as the speaker pattern allows it
