@@ -251,7 +251,7 @@ class MemoryIndex:
         signals = self.signals(query)
         candidates, scores = self.candidates(signals)
         decayed = scores * self._decay(today or dt.date.today())[np.asarray(candidates, dtype=np.intp)]
-        best_first = np.argsort(-decayed, kind="stable").tolist()
+        best_first: list[int] = np.argsort(-decayed, kind="stable").tolist()
         ranked = [(*self._order[candidates[j]], float(decayed[j])) for j in best_first]
         results: list[Result] = select(ranked, self._chunks, self._dates, limit, self.settings)
         return [
