@@ -49,7 +49,7 @@ class FileRecord:
     date: dt.date | None
     embed_texts: list[str] = field(default_factory=list[str])
     keys: list[str] = field(default_factory=list[str])
-    terms: list[frozenset[str]] = field(default_factory=list[frozenset[str]])
+    terms: list[tuple[str, ...]] = field(default_factory=list[tuple[str, ...]])  # each chunk's distinct terms
 
 
 class MemoryIndex:
@@ -159,7 +159,7 @@ class MemoryIndex:
         context = (self.settings.embed_context_chars, self.settings.embed_after_chars)
         texts = _embed_texts(chunks, *context)
         keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in texts]
-        terms = [frozenset(analyze(chunk.text)) for chunk in chunks]
+        terms = [tuple(dict.fromkeys(analyze(chunk.text))) for chunk in chunks]  # a tuple: a fifth of a set's size
         return FileRecord(stat, digest, chunks, memfiles.file_date(rel), texts, keys, terms)
 
     def _lexical_mismatch(self, indexed: dict[str, dict[str, Any]]) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,7 +107,7 @@ class ChunkTable:
     @classmethod
     def build(
         cls,
-        terms: Sequence[frozenset[str]],
+        terms: Sequence[Collection[str]],
         speakers: Sequence[str | None],
         lengths: Sequence[int],
         files: Sequence[int],

@@ -52,7 +52,10 @@ class VectorStore:
             self._cache.clear()
             self.rebuilt = True
         self._keys: list[str] = []
+        # the searchable set's distinct vectors, and which of them each of its keys has: the pieces of a long
+        # line share one vector, and the rows the cache holds become the matrix's, so nothing is held twice
         self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
+        self._rows: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
 
     def _load(self) -> None:
         if not self._path.exists():
@@ -108,13 +111,21 @@ class VectorStore:
         if list(keys) == self._keys:
             return
         self._keys = list(keys)
-        self._matrix = np.stack([self._cache[key] for key in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
+        distinct = list(dict.fromkeys(keys))
+        row_of = {key: row for row, key in enumerate(distinct)}
+        self._rows = np.array([row_of[key] for key in keys], dtype=np.intp)
+        self._matrix = np.stack([self._cache[key] for key in distinct]) if keys else np.zeros((0, 0), dtype=np.float32)
+        self._cache.update(zip(distinct, self._matrix, strict=True))
+        # vectors of texts no longer in the files stay cached for an undo, copied out of the arrays they came in
+        for key, vector in self._cache.items():
+            if key not in row_of and vector.base is not None:
+                self._cache[key] = vector.copy()
 
     def scores(self, query: str) -> Vectors:
         """Cosine similarity of `query` to every chunk of the searchable set, in its order."""
         if not self._keys:
             return np.zeros(0, dtype=np.float32)
-        return self._matrix @ self.embedder.query(query)
+        return (self._matrix @ self.embedder.query(query))[self._rows]
 
     @property
     def cached(self) -> int:

@@ -46,3 +46,17 @@ def test_an_unreadable_vector_cache_is_rebuilt(tmp_path: Path, use_embedder: Emb
     cache.write_bytes(b"garbage, not vectors")
     again = VectorStore(tmp_path / "vectors", use_embedder)
     assert again.rebuilt and again.cached == 0
+
+
+def test_chunks_sharing_a_vector_score_alike_and_a_vector_edited_away_stays_cached(
+    tmp_path: Path, use_embedder: Embedder
+) -> None:
+    store = VectorStore(tmp_path / "vectors", use_embedder)
+    store.embed([("a" * 32, "green tea"), ("b" * 32, "a road bike"), ("c" * 32, "the dentist")])
+    store.use(["a" * 32, "b" * 32, "b" * 32, "c" * 32])  # the two pieces of one long line share "b"
+    scores = store.scores("bicycle")
+    assert len(scores) == 4 and scores[1] == scores[2] and int(np.argmax(scores)) == 1
+    store.use(["b" * 32, "c" * 32])  # "a" was edited away: still cached, so undoing the edit embeds nothing
+    assert store.missing([("a" * 32, "green tea")]) == []
+    store.use(["a" * 32, "c" * 32])
+    assert int(np.argmax(store.scores("a cup of tea"))) == 0
