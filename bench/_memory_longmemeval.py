@@ -35,11 +35,11 @@ def build_workspace(item: dict, workspace: Path) -> Question:
     """Write the question's haystack as daily logs (sessions in time order, one line per turn); return the question."""
     sessions = sorted(
         zip(item["haystack_dates"], item["haystack_sessions"], strict=True),
-        key=lambda pair: _parse_date(pair[0]),
+        key=lambda pair: parse_date(pair[0]),
     )
     days: dict[dt.date, list[str]] = defaultdict(list)
     for number, (date, turns) in enumerate(sessions, start=1):
-        when = _parse_date(date)
+        when = parse_date(date)
         lines = [f"- {turn['role']}: {collapse(turn['content'])}" for turn in turns]
         days[when.date()].append(f"## {when:%H:%M} session {number}\n\n" + "\n".join(lines))
     (workspace / "memory").mkdir(parents=True, exist_ok=True)
@@ -76,7 +76,7 @@ def _evidence_pieces(evidence: list[str], turns: list[str]) -> tuple[frozenset[s
     return tuple(result)
 
 
-def _parse_date(stamp: str) -> dt.datetime:
+def parse_date(stamp: str) -> dt.datetime:
     """`2023/05/20 (Sat) 02:21` -> datetime."""
     day, _, clock = stamp.split(" ")
     return dt.datetime.strptime(f"{day} {clock}", "%Y/%m/%d %H:%M")
