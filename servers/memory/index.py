@@ -96,11 +96,16 @@ class MemoryIndex:
     def pending(self) -> tuple[dict[str, memfiles.FileStat], list[str]]:
         """What a sync would do: files new or changed on disk (with their stat), and files no longer there."""
         on_disk = memfiles.discover(self.roots)
-        known = {rel: record.stat for rel, record in self.files.items()}
-        known |= {rel: stat for rel, (stat, _) in self.skipped.items()}
-        stale = {rel: stat for rel, stat in on_disk.items() if known.get(rel) != stat}
-        gone = [rel for rel in known if rel not in on_disk]
+        stale = {rel: stat for rel, stat in on_disk.items() if self._known(rel) != stat}
+        gone = [rel for rel in dict.fromkeys([*self.files, *self.skipped]) if rel not in on_disk]
         return stale, gone
+
+    def _known(self, rel: str) -> memfiles.FileStat | None:
+        """The stat `rel` had when last indexed (or skipped); None for a file never seen."""
+        if rel in self.skipped:
+            return self.skipped[rel][0]
+        record = self.files.get(rel)
+        return record.stat if record is not None else None
 
     def sync(self, progress: ProgressFactory | None = None) -> None:
         """Bring the index up to date with the files; cheap when nothing changed."""
@@ -282,9 +287,11 @@ class MemoryIndex:
         n = settings.candidates
         weights = self.lexical.term_weights(query)
         ranges = ranges_in(query)
-        dated = [
-            rel for rel, record in self.files.items() if record.date and any(r.contains(record.date) for r in ranges)
-        ]
+        dated = (
+            [rel for rel, date in self._dates.items() if date and any(r.contains(date) for r in ranges)]
+            if ranges
+            else []
+        )
         text = self._text_leg(weights, n, None)
         dated_text = self._text_leg(weights, n, dated) if dated else []
         named = self.table.names.named_in(query)
