@@ -40,14 +40,18 @@ def build_workspace(item: dict, workspace: Path) -> Question:
     days: dict[dt.date, list[str]] = defaultdict(list)
     for number, (date, turns) in enumerate(sessions, start=1):
         when = parse_date(date)
-        lines = [f"- {turn['role']}: {collapse(turn['content'])}" for turn in turns]
-        days[when.date()].append(f"## {when:%H:%M} session {number}\n\n" + "\n".join(lines))
+        days[when.date()].append(f"## {when:%H:%M} session {number}\n\n" + "\n".join(turn_lines(turns)))
     (workspace / "memory").mkdir(parents=True, exist_ok=True)
     for day, blocks in days.items():
         (workspace / "memory" / f"{day.isoformat()}.md").write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
     turns = [collapse(turn["content"]) for _, session in sessions for turn in session]
     evidence = [collapse(turn["content"]) for _, session in sessions for turn in session if turn.get("has_answer")]
     return Question(item["question_id"], item["question_type"], item["question"], _evidence_pieces(evidence, turns))
+
+
+def turn_lines(turns: list[dict]) -> list[str]:
+    """A session's turns as chat-log lines, one a turn however long (`- user: ...`)."""
+    return [f"- {turn['role']}: {collapse(turn['content'])}" for turn in turns]
 
 
 def haystack_lines(workspace: Path) -> list[str]:

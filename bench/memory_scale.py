@@ -39,8 +39,7 @@ def build(items: list[dict[str, Any]], workspace: Path) -> int:
         sessions = zip(item["haystack_dates"], item["haystack_sessions"], strict=True)
         for number, (date, turns) in enumerate(sessions, start=1):
             day = longmemeval.parse_date(date)
-            lines = [f"- {turn['role']}: {longmemeval.collapse(turn['content'])}" for turn in turns]
-            text = f"## {day:%H:%M} session\n\n" + "\n".join(lines) + "\n"
+            text = f"## {day:%H:%M} session\n\n" + "\n".join(longmemeval.turn_lines(turns)) + "\n"
             path = workspace / "memory" / f"{day:%Y-%m-%d}-{item['question_id']}-{number}.md"
             written += path.write_text(text, encoding="utf-8")
     return written

@@ -95,33 +95,35 @@ def discover(roots: MemoryRoots) -> dict[str, FileStat]:
         except OSError:
             continue
         if S_ISDIR(stat.st_mode):
-            _scan(str(root), roots.relative(root), found)
+            _scan(root, roots, found)
         elif S_ISREG(stat.st_mode) and root.suffix == ".md":
             found[roots.relative(root)] = FileStat(stat.st_mtime_ns, stat.st_size, stat.st_ino)
     return found
 
 
-def _scan(folder: str, rel: str, found: dict[str, FileStat]) -> None:
-    """Add the Markdown files under `folder` (shown as `rel`) to `found`: its own files by name, then its folders."""
+def _scan(folder: Path, roots: MemoryRoots, found: dict[str, FileStat]) -> None:
+    """Add the Markdown files under `folder` to `found`: its own files by name, then its folders."""
+    rel = roots.relative(folder)  # once a folder, not once a file; a folder may be the workspace itself ("."),
+    prefix = "" if rel == "." else f"{rel}/"  # or hold it, when an extra path does
     try:
         with os.scandir(folder) as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
     except OSError:
         return
-    folders: list[os.DirEntry[str]] = []
+    folders: list[Path] = []
     for entry in entries:
         if entry.name.startswith(".") or entry.is_symlink():
             continue
         if entry.is_dir(follow_symlinks=False):
-            folders.append(entry)
+            folders.append(folder / entry.name)
         elif entry.name.endswith(".md"):
             try:
                 stat = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            found[f"{rel}/{entry.name}"] = FileStat(stat.st_mtime_ns, stat.st_size, stat.st_ino)
-    for entry in folders:
-        _scan(entry.path, f"{rel}/{entry.name}", found)
+            found[prefix + entry.name] = FileStat(stat.st_mtime_ns, stat.st_size, stat.st_ino)
+    for subfolder in folders:
+        _scan(subfolder, roots, found)
 
 
 def read_text(path: Path) -> str:

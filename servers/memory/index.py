@@ -81,7 +81,7 @@ class MemoryIndex:
         self._chunks: dict[str, list[Chunk]] = {}
         self._dates: dict[str, dt.date | None] = {}
         self._file_numbers: dict[str, int] = {}  # as in table.files
-        self._decays: tuple[dt.date, npt.NDArray[np.float64]] | None = None  # see _decay
+        self._decays: tuple[dt.date, RankSettings, npt.NDArray[np.float64]] | None = None  # see _decay
         self.table = ChunkTable.build([], [], [], [])  # per-position facts for re-scoring
         self._own_vector: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)  # by position: not a shared vector
         with self._lock:
@@ -97,7 +97,7 @@ class MemoryIndex:
         """What a sync would do: files new or changed on disk (with their stat), and files no longer there."""
         on_disk = memfiles.discover(self.roots)
         stale = {rel: stat for rel, stat in on_disk.items() if self._known(rel) != stat}
-        gone = [rel for rel in dict.fromkeys([*self.files, *self.skipped]) if rel not in on_disk]
+        gone = [rel for rel in (*self.files, *self.skipped) if rel not in on_disk]  # never in both
         return stale, gone
 
     def _known(self, rel: str) -> memfiles.FileStat | None:
@@ -266,11 +266,12 @@ class MemoryIndex:
         ]
 
     def _decay(self, today: dt.date) -> npt.NDArray[np.float64]:
-        """Each position's recency weight as of `today` (kept until the day or the files change)."""
-        if self._decays is None or self._decays[0] != today:
+        """Each position's recency weight as of `today` (kept until the day, the settings or the files change)."""
+        if self._decays is None or self._decays[:2] != (today, self.settings):
             factors = {rel: decay(date, today, self.settings) for rel, date in self._dates.items()}
-            self._decays = (today, np.array([factors[rel] for rel, _ in self._order], dtype=np.float64))
-        return self._decays[1]
+            weights = np.array([factors[rel] for rel, _ in self._order], dtype=np.float64)
+            self._decays = (today, self.settings, weights)
+        return self._decays[2]
 
     def candidates(self, signals: Signals) -> tuple[list[int], npt.NDArray[np.float64]]:
         """Positions worth a look for a query (its `signals`) and their scores before decay: probabilities from the
@@ -322,7 +323,7 @@ class MemoryIndex:
 
     def chunk(self, position: int) -> Chunk:
         rel, i = self._order[position]
-        return self.files[rel].chunks[i]
+        return self._chunks[rel][i]
 
     def chunk_count(self) -> int:
         return len(self._order)

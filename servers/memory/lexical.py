@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import Stemmer
 import tantivy
@@ -142,8 +142,8 @@ class LexicalIndex:
             within = tantivy.Query.term_set_query(self._schema, "path", list(paths))
             query_obj = tantivy.Query.boolean_query([(tantivy.Occur.Must, within), (tantivy.Occur.Must, query_obj)])
         hits = searcher.search(query_obj, limit).hits
-        keys = searcher.fast_field_values("key", [address for _, address in hits])
-        return [(key, float(score)) for key, (score, _) in zip(keys, hits, strict=True) if isinstance(key, int)]
+        keys = cast(list[int], searcher.fast_field_values("key", [address for _, address in hits]))  # all have one
+        return [(key, float(score)) for key, (score, _) in zip(keys, hits, strict=True)]
 
 
 def doc_key(chunk_id: str) -> int:

@@ -110,16 +110,16 @@ class VectorStore:
         """Make `keys` (all embedded) the searchable set, in this order."""
         if list(keys) == self._keys:
             return
-        self._keys = list(keys)
         distinct = list(dict.fromkeys(keys))
         row_of = {key: row for row, key in enumerate(distinct)}
-        self._rows = np.array([row_of[key] for key in keys], dtype=np.intp)
-        self._matrix = np.stack([self._cache[key] for key in distinct]) if keys else np.zeros((0, 0), dtype=np.float32)
-        self._cache.update(zip(distinct, self._matrix, strict=True))
+        matrix = np.stack([self._cache[key] for key in distinct]) if keys else np.zeros((0, 0), dtype=np.float32)
+        self._matrix, self._rows = matrix, np.array([row_of[key] for key in keys], dtype=np.intp)
+        self._cache.update(zip(distinct, matrix, strict=True))
         # vectors of texts no longer in the files stay cached for an undo, copied out of the arrays they came in
         for key, vector in self._cache.items():
             if key not in row_of and vector.base is not None:
                 self._cache[key] = vector.copy()
+        self._keys = list(keys)
 
     def scores(self, query: str) -> Vectors:
         """Cosine similarity of `query` to every chunk of the searchable set, in its order."""

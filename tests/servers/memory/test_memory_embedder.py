@@ -56,7 +56,10 @@ def test_chunks_sharing_a_vector_score_alike_and_a_vector_edited_away_stays_cach
     store.use(["a" * 32, "b" * 32, "b" * 32, "c" * 32])  # the two pieces of one long line share "b"
     scores = store.scores("bicycle")
     assert len(scores) == 4 and scores[1] == scores[2] and int(np.argmax(scores)) == 1
+    assert store._matrix.shape[0] == 3  # pyright: ignore[reportPrivateUsage]  # held once, not once a chunk
     store.use(["b" * 32, "c" * 32])  # "a" was edited away: still cached, so undoing the edit embeds nothing
     assert store.missing([("a" * 32, "green tea")]) == []
+    held = store._cache.values()  # pyright: ignore[reportPrivateUsage]
+    assert all(vector.base is None or vector.base is store._matrix for vector in held)  # pyright: ignore[reportPrivateUsage]  # no stale array kept alive
     store.use(["a" * 32, "c" * 32])
     assert int(np.argmax(store.scores("a cup of tea"))) == 0

@@ -205,6 +205,10 @@ def test_discovery_walks_subfolders_and_extra_paths_but_not_symlinks(tmp_path: P
         f"{notes.as_posix()}/inbox/n.md",
         (tmp_path / "single.md").as_posix(),
     ]
+    alone = discover(MemoryRoots(workspace))
+    assert discover(MemoryRoots(workspace, (workspace,))) == alone  # the workspace again: the same files, once
+    holding = discover(MemoryRoots(workspace, (tmp_path,)))  # a folder that holds the workspace, likewise
+    assert holding.keys() >= alone.keys() and not any(key.startswith(workspace.as_posix()) for key in holding)
     on_disk = os.stat(notes / "inbox" / "n.md")
     assert found[f"{notes.as_posix()}/inbox/n.md"] == FileStat(on_disk.st_mtime_ns, 4, on_disk.st_ino)
 
