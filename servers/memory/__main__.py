@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         extra_paths=tuple(args.extra_path),
         settings=_settings(args.search),
         progress=_progress_bar(),
+        freeze_heap=True,
     )
     with suppress(KeyboardInterrupt):
         serve(server, args.http, args.log_level)

@@ -290,3 +290,38 @@ async def test_a_restart_over_an_indexed_state_leaves_the_model_unloaded(workspa
         assert status["chunks"] == 5 and status["vectors_cached"] == 5
         assert not again.loaded
         assert not any(thread.name == "embedder-load" for thread in threading.enumerate())  # nor loading
+
+
+_FREEZE_PROBE = """
+import asyncio, gc, sys
+from pathlib import Path
+from mcp import Client
+from hermitcrab.servers.memory.server import build_server
+
+async def main():
+    server = build_server(Path(sys.argv[1]), Path(sys.argv[2]), None, watch=False, freeze_heap=sys.argv[3] == "1")
+    async with Client(server) as client:
+        await client.call_tool("memory_search", {"query": "garage door code"})
+        frozen = gc.get_freeze_count()
+        await client.call_tool("memory_search", {"query": "tea"})  # nothing changed: no second collection
+        print(frozen, gc.get_freeze_count())
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_a_server_process_keeps_its_index_out_of_the_collector_after_a_sync(
+    workspace: Path, state: Path, freeze: bool
+) -> None:
+    # A full collection over years of notes took 100-160 ms and landed in whichever search was running.
+    done = subprocess.run(
+        [sys.executable, "-c", _FREEZE_PROBE, str(workspace), str(state), "1" if freeze else "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    after_sync, after_search = map(int, done.stdout.split())
+    assert (after_sync > 10_000) == freeze
+    assert after_search <= after_sync  # frozen objects can still be freed; none are added
