@@ -18,6 +18,8 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from pydantic import BaseModel
 
+from hermitcrab.servers._common.files import atomic_write_json
+
 
 class Approval(BaseModel):
     decision: Literal["allow-once", "allow-always", "deny"]
@@ -37,8 +39,8 @@ def build_server(name: str = "testkit", queue_file: Path | None = None) -> MCPSe
     acked: list[str] = []
 
     def save() -> None:
-        if queue_file is not None:
-            queue_file.write_text(json.dumps(list(queue.values())))
+        if queue_file is not None:  # atomically: the tests read it while the server runs
+            atomic_write_json(queue_file, list(queue.values()))
 
     legacy_subscribers: list[ServerSession] = []
 
