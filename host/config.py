@@ -500,7 +500,7 @@ def _expand_variables(value: str, env: Mapping[str, str], where: str) -> str:
             return found
         if default is not None:
             return default
-        raise ConfigError(f"{where}: ${{{name}}} is not set; set it, or write ${{{name}:-}} to pass it only when set")
+        raise ConfigError(f"{where}: ${{{name}}} is not set; set it, or write ${{{name}:-}} for an empty value then")
 
     return _VARIABLE.sub(fill, value)
 

@@ -171,7 +171,10 @@ def _subagent_checks(settings: Settings) -> list[Check]:
     try:
         found = load_settings(child).providers
     except ConfigError as exc:
-        detail = f"a sub-agent cannot read the config: {exc}"
+        detail = (
+            f"a sub-agent cannot read the config: {exc}; a variable a server entry uses must also be passed on in "
+            f'[mcpServers.{spawn.name}] env (NAME = "${{NAME}}")'
+        )
         return [Check("spawn", "sub-agent provider", False, detail, fatal=False)]
     if found:
         return [Check("spawn", "sub-agent provider", True, f"sub-agents use {found[0].label} at {found[0].base_url}")]

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
 from hermitcrab.host.cli.init import render_config
-from tests.host.cli.test_commands import flowing
+from tests.support.cli_output import flowing
 from tests.support.fake_llm import running_fake_llm
 
 runner = CliRunner()
@@ -58,3 +58,21 @@ def test_the_spawn_entry_init_writes_passes_the_shells_provider_on(hermitcrab_ho
     output = flowing(result.output)
     assert f"sub-agents use openai:gpt-4o-mini (environment) at {shell_provider['HERMITCRAB_LLM_BASE_URL']}" in output
     assert "sub-agents find no model provider" not in output
+
+
+def test_a_variable_another_server_uses_must_reach_sub_agents_too(
+    hermitcrab_home: Path, shell_provider, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-test")
+    _only_spawn(hermitcrab_home)
+    config = hermitcrab_home / "config.toml"
+    config.write_text(
+        config.read_text() + '[mcpServers.gh]\ncommand = "gh-mcp"\nenv = { GITHUB_TOKEN = "${GITHUB_TOKEN}" }\n'
+    )
+
+    result = runner.invoke(app, ["doctor"], env={"COLUMNS": "400"})
+
+    output = flowing(result.output)
+    assert "a sub-agent cannot read the config: mcpServers.gh.env.GITHUB_TOKEN: ${GITHUB_TOKEN} is not set" in output
+    assert '[mcpServers.spawn] env (NAME = "${NAME}")' in output
+    assert "ghp-test" not in result.output
