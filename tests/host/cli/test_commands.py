@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import sys
 import tomllib
@@ -14,14 +13,10 @@ from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
 from hermitcrab.host.persona import BOOTSTRAP_ORDER
+from tests.support.cli_output import flowing
 from tests.support.fake_llm import running_fake_llm
 
 runner = CliRunner()
-
-
-def flowing(output: str) -> str:
-    """Doctor's table as one line of words: its cells wrap at any width."""
-    return " ".join(re.sub("[│┃]", " ", output).split())
 
 
 TEST_SERVER = str(Path(__file__).parents[2] / "support" / "mcp_test_server.py")

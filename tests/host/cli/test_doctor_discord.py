@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
-from tests.host.cli.test_commands import flowing
+from tests.support.cli_output import flowing
 from tests.support.fake_discord import BOT_ID, TOKEN, FakeDiscord, running_fake_discord
 
 runner = CliRunner()
