@@ -5,7 +5,9 @@ Inbound (served by `hermitcrab run`, 127.0.0.1 by default, only when a token is 
   POST /hooks/wake  {text}                                               queues a system event for the main session
   GET  /healthz                                                          200 while serving
 Every POST needs `Authorization: Bearer <token>`; a wrong or missing token is 401, malformed JSON or an unknown
-field 400, a body over 64 KB 413, and nothing runs. Outbound, a conversation of this channel is an http(s) URL:
+field 400, a body over 64 KB 413, and nothing runs. A hook acts with no owner rights (its text is data, its turn gets
+`[policy.system]`, and the main session is not its to use: a wake runs in the `webhook` session) unless the owner
+configured `[webhook] owner = true`. Outbound, a conversation of this channel is an http(s) URL:
 a reply is POSTed there as `{"text": ...}`.
 """
 
@@ -29,11 +31,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from hermitcrab.host.events import NOWHERE, Event, Target
+from hermitcrab.host.events import NOWHERE, Event, Principal, Target, system
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
+WAKE_SESSION = "webhook"
+"""Where wake events go when hooks do not act as the owner: the main session is the owner's alone."""
 
 Submit = Callable[[Event], Awaitable[None]]
 Fallback = Callable[[], Target | None]
@@ -78,11 +82,13 @@ class WebhookChannel:
     name = "webhook"
     display = "nothing to a person: the reply is POSTed as JSON text to a program; plain text, no chat chatter"
 
-    def __init__(self, token: str, submit: Submit, fallback: Fallback) -> None:
+    def __init__(self, token: str, submit: Submit, fallback: Fallback, *, owner: bool = False) -> None:
         self._token = token
         self._submit = submit
         self._fallback = fallback
         self._closing = False
+        self._owner = owner
+        self._principal: Principal = system("a webhook call", "owner" if owner else "system")
 
     async def send(self, target: Target, text: str) -> None:
         url = target.conversation
@@ -128,6 +134,9 @@ class WebhookChannel:
             hook = await self._read(request, _AgentHook)
         except _Refused as refused:
             return refused.response()
+        if hook.session == "main" and not self._owner:
+            message = "session 'main' is the owner's: hooks may use it only with [webhook] owner = true"
+            return _Refused(400, message).response()
         hook_id = uuid.uuid4().hex[:12]
         target = self._target(hook.delivery)
         await self._submit(
@@ -138,6 +147,7 @@ class WebhookChannel:
                 session_key=hook.session or f"hook-{hook_id}",
                 metadata={"hook_id": hook_id},
                 deliver=target is not None,
+                principal=self._principal,
             )
         )
         return JSONResponse({"accepted": True, "id": hook_id}, status_code=202)
@@ -148,7 +158,16 @@ class WebhookChannel:
         except _Refused as refused:
             return refused.response()
         target = self._fallback()
-        await self._submit(Event("webhook", f"[system event]\n{hook.text}", target or NOWHERE, deliver=bool(target)))
+        await self._submit(
+            Event(
+                "webhook",
+                f"[system event]\n{hook.text}",
+                target or NOWHERE,
+                session_key="main" if self._owner else WAKE_SESSION,
+                deliver=bool(target),
+                principal=self._principal,
+            )
+        )
         return JSONResponse({"accepted": True}, status_code=202)
 
     def _target(self, delivery: _Delivery) -> Target | None:

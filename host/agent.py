@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from zoneinfo import ZoneInfo
 
@@ -21,9 +21,11 @@ from .loop import Activity, TurnResult, run_turn
 from .persona import PersonaFile, load_persona, render_persona
 from .pool import McpPool, ServerEvent
 from .providers.base import Provider, Usage
+from .routing import shared
 from .session import Session, SessionStore
 from .skills import Catalog, discover, pool_tools, prompt_section
 from .subagents import Subagent, running_subagents, runtime_fact
+from .untrusted import fence
 
 SYSTEM_TEMPLATE = files("hermitcrab.host").joinpath("system_prompt.md").read_text(encoding="utf-8")
 
@@ -48,9 +50,9 @@ class Agent:
         zone = self.settings.agent.timezone
         return self.clock().astimezone(ZoneInfo(zone)) if zone else self.clock()
 
-    def persona(self, session_key: str) -> list[PersonaFile]:
-        """The bootstrap files as they would be injected now into this session."""
-        return load_persona(self.settings.workspace, today=self.now().date(), main_session=session_key == "main")
+    def persona(self, event: Event) -> list[PersonaFile]:
+        """The bootstrap files as they would be injected now for this event (private ones only in private turns)."""
+        return load_persona(self.settings.workspace, today=self.now().date(), private=private_turn(event))
 
     def skills(self) -> Catalog:
         """The skills found now, their requirements checked against the environment and the servers' tools."""
@@ -64,7 +66,7 @@ class Agent:
         display: str | None = None,
     ) -> str:
         now = self.now()
-        persona = self.persona(event.session_key)
+        persona = self.persona(event)
         self.last_persona[event.session_key] = persona
         return SYSTEM_TEMPLATE.format(
             now=now.strftime("%A %Y-%m-%d %H:%M"),
@@ -92,36 +94,51 @@ class Agent:
         invoked = await invoke(event.text, catalog, self.pool, event.session_key) if event.kind == "message" else None
         if invoked is not None and invoked.reply is not None:
             return TurnResult(invoked.reply, Usage(), 0, 0)
-        toolbox = HostToolbox(self.pool, conversation, event.session_key, catalog)
+        toolbox = self.toolbox(event, conversation, catalog)
         subagents = await running_subagents(self.pool, event.session_key)
         session = self.session(event.session_key)
+        text = invoked.message if invoked is not None and invoked.message else event.text
+        settings = self.settings.agent
         result = await run_turn(
             provider=self.provider,
             toolbox=toolbox,
             session=session,
             system=self.system_prompt(event, toolbox, subagents, display),
-            user_text=invoked.message if invoked is not None and invoked.message else event.text,
-            settings=self.settings.agent,
+            user_text=fence(text, event.principal.label) if event.principal.data else text,
+            settings=settings if private_turn(event) else replace(settings, memory_flush=False),
             on_tool=on_tool,
             flush_target=self.flush_target(),
         )
         self.last_context_chars[event.session_key] = result.context_chars
         return result
 
+    def toolbox(self, event: Event, conversation: Conversation, catalog: Catalog | None = None) -> HostToolbox:
+        """The tools of a turn for `event`: cut to its principal's policy, never to what the model asks for."""
+        policy = self.settings.policy(event.principal.rights)
+        return HostToolbox(self.pool, conversation, event, catalog or self.skills(), policy)
+
     def flush_target(self) -> FlushTarget:
         return FlushTarget(self.now().date(), self.settings.workspace)
 
     async def compact(self, event: Event, conversation: Conversation) -> tuple[Compacted, list[str]]:
         """`/compact`: the memory flush, then compaction of the event's session; what it did and what to tell."""
-        toolbox = HostToolbox(self.pool, conversation, event.session_key, self.skills())
+        toolbox = self.toolbox(event, conversation)
         session = self.session(event.session_key)
         system = self.system_prompt(event, toolbox)
         keeper = ContextKeeper(session, self.provider, toolbox, system, self.settings.agent, self.flush_target())
         return await keeper.compact_now(), keeper.notices
 
 
+def private_turn(event: Event) -> bool:
+    """Whether the owner's private files (MEMORY.md, USER.md, the daily logs) belong in this turn's prompt: a turn
+    with the owner's rights outside any group conversation, whose transcript others read."""
+    return event.principal.is_owner and event.chat in (None, "direct") and not shared(event.session_key)
+
+
 def _sender(event: Event) -> str:
-    """Who the event comes from, as the model should address them; not a user for timers and servers."""
-    if event.target.user:
-        return f"user {event.target.user!r} in conversation {event.target.conversation!r}"
-    return f"no user ({event.kind} event)"
+    """Who the event comes from, as the model should address them (decided by the host, never by the text)."""
+    principal = event.principal
+    where = f" in conversation {event.target.conversation!r}" if event.target.user else ""
+    if principal.kind == "system":
+        return f"no person: {principal.label} ({event.kind} event)"
+    return f"{principal.label}{where}"

@@ -25,8 +25,10 @@ what when where which who why will with would you your yes ok okay thanks thank
 STOPWORDS = frozenset(_COMMON_WORDS.split())
 
 
-def capture(session: Session, workspace: Path, now: dt.datetime) -> Path | None:
-    """Write the session's last user and assistant messages to a dated memory file; None when there are none."""
+def capture(session: Session, folder: Path, now: dt.datetime) -> Path | None:
+    """Write the session's last user and assistant messages to a dated memory file in `folder` (`memory/`, or
+    `memory/others/` for what others said, which the memory server keeps marked as theirs); None when there are
+    none."""
     view = session.transcript.view()
     said = [e for e in view.live if e.get("kind") in ("user", "assistant") and str(e.get("text", "")).strip()]
     said = said[-LAST_MESSAGES:]
@@ -39,7 +41,6 @@ def capture(session: Session, workspace: Path, now: dt.datetime) -> Path | None:
         text = cut_middle(str(entry["text"]).strip(), MAX_MESSAGE_CHARS, "cut when the session ended")
         lines.append(f"**{entry['kind']}** ({str(entry.get('ts', ''))[:16].replace('T', ' ')}): {text}")
         lines.append("")
-    folder = workspace / "memory"
     folder.mkdir(parents=True, exist_ok=True)
     path = _free_name(folder, f"{now:%Y-%m-%d}-{slug(' '.join(str(e['text']) for e in said if e['kind'] == 'user'))}")
     write_atomically(path, "\n".join(lines))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from .agent import Agent
+from .agent import Agent, private_turn
 from .capture import capture
 from .compaction import Budget
 from .events import Event
@@ -18,11 +18,15 @@ from .skills import report
 from .subagents import running_subagents
 
 Command = Callable[[Agent, Event], Awaitable[str]]
+OTHERS_FOLDER = "others"
+"""Under `memory/`: what people other than the owner said or wrote (hermitcrab-memory marks it as theirs)."""
 
 
 async def new_session(agent: Agent, event: Event) -> str:
     """Save the last messages where the memory server finds them, then point the key at a fresh transcript."""
-    saved = capture(agent.session(event.session_key), agent.settings.workspace, agent.now())
+    memory = agent.settings.workspace / "memory"
+    folder = memory if private_turn(event) else memory / OTHERS_FOLDER
+    saved = capture(agent.session(event.session_key), folder, agent.now())
     session = agent.store.new(event.session_key)
     note = f" The last messages were saved to {saved.relative_to(agent.settings.workspace)}." if saved else ""
     return f"Started a new session ({session.id}).{note}"
@@ -58,7 +62,7 @@ async def status(agent: Agent, event: Event) -> str:
 
 
 async def context(agent: Agent, event: Event) -> str:
-    persona = agent.last_persona.get(event.session_key) or agent.persona(event.session_key)
+    persona = agent.last_persona.get(event.session_key) or agent.persona(event)
     lines = ["Bootstrap files injected:"]
     for file in persona:
         if file.missing:

@@ -29,7 +29,9 @@ from pydantic import (
 )
 
 from .errors import ConfigError
+from .events import Rights
 from .models import DEFAULT_WINDOW, context_window
+from .policy import DEFAULT_POLICIES, ToolPolicy
 from .routing import DmScope
 
 ProviderKind = Literal["openai", "anthropic"]
@@ -127,6 +129,8 @@ class WebhookSettings:
     host: str = "127.0.0.1"
     port: int = 8787
     token: str | None = field(default=None, repr=False)
+    owner: bool = False
+    """Whether a hook call acts with the owner's rights (its own session, the owner's tools); off, it is data."""
 
 
 DmPolicy = Literal["pairing", "allowlist", "open", "disabled"]
@@ -154,6 +158,7 @@ class DiscordSettings:
     """The Discord channel of `hermitcrab run`; it starts only when a token is configured."""
 
     token: str | None = field(default=None, repr=False)
+    owners: tuple[str, ...] = ()
     dm_policy: DmPolicy = "pairing"
     allow_from: tuple[str, ...] = ()
     guilds: Mapping[str, DiscordGuildRule] = field(default_factory=dict[str, DiscordGuildRule])
@@ -185,6 +190,11 @@ class Settings:
     discord: DiscordSettings = DiscordSettings()
     dm_scope: DmScope = "main"
     skills: SkillSettings = SkillSettings()
+    policies: Mapping[Rights, ToolPolicy] = field(default_factory=lambda: dict(DEFAULT_POLICIES))
+
+    def policy(self, rights: Rights) -> ToolPolicy:
+        """The tool policy of a turn with these rights (`[policy.<rights>]`, else the safe default)."""
+        return self.policies.get(rights, DEFAULT_POLICIES[rights])
 
     @property
     def config_file(self) -> Path:
@@ -309,6 +319,7 @@ class _WebhookEntry(BaseModel):
 
     listen: str = "127.0.0.1:8787"
     token: str | None = None
+    owner: bool = False
 
 
 class _DiscordChannelEntry(BaseModel):
@@ -330,6 +341,7 @@ class _DiscordEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     token: str | None = None
+    owners: list[str] = []
     dm_policy: DmPolicy = "pairing"
     allow_from: list[str] = []
     guilds: dict[str, _DiscordGuildEntry] = {}
@@ -340,6 +352,24 @@ class _RoutingEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dm_scope: DmScope = "main"
+
+
+class _PolicyEntry(BaseModel):
+    """`[policy.<rights>]`: globs over tool names or `<server>:<tool>`; an omitted key keeps that kind's default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allow: list[str] | None = None
+    deny: list[str] | None = None
+
+
+class _PoliciesEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    owner: _PolicyEntry | None = None
+    peer: _PolicyEntry | None = None
+    group: _PolicyEntry | None = None
+    system: _PolicyEntry | None = None
 
 
 class _SkillsEntry(BaseModel):
@@ -373,6 +403,7 @@ class _ConfigFile(BaseModel):
     discord: _DiscordEntry = _DiscordEntry()
     routing: _RoutingEntry = _RoutingEntry()
     skills: _SkillsEntry = _SkillsEntry()
+    policy: _PoliciesEntry = _PoliciesEntry()
     providers: list[_ProviderEntry] = []
     mcpServers: dict[str, _ServerEntry] = {}
 
@@ -406,7 +437,20 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
         discord=_discord(config.discord, env),
         dm_scope=config.routing.dm_scope,
         skills=_skills(config.skills, home, env),
+        policies=_policies(config.policy),
     )
+
+
+def _policies(entry: _PoliciesEntry) -> dict[Rights, ToolPolicy]:
+    """Each kind's policy: the default, with `allow` and `deny` replaced where the config names them."""
+    policies = dict(DEFAULT_POLICIES)
+    for rights in get_args(Rights):
+        given: _PolicyEntry | None = getattr(entry, rights)
+        if given is not None:
+            default = DEFAULT_POLICIES[rights]
+            allow = default.allow if given.allow is None else tuple(given.allow)
+            policies[rights] = ToolPolicy(allow, default.deny if given.deny is None else tuple(given.deny))
+    return policies
 
 
 def _skills(entry: _SkillsEntry, home: Path, env: Mapping[str, str]) -> SkillSettings:
@@ -441,7 +485,7 @@ def _webhook(entry: _WebhookEntry, env: Mapping[str, str]) -> WebhookSettings:
     host, _, port = listen.rpartition(":")
     if not host or not port.isdigit():
         raise ConfigError(f"webhook listen address {listen!r} should be HOST:PORT, e.g. 127.0.0.1:8787")
-    return WebhookSettings(host, int(port), env.get("HERMITCRAB_WEBHOOK_TOKEN") or entry.token)
+    return WebhookSettings(host, int(port), env.get("HERMITCRAB_WEBHOOK_TOKEN") or entry.token, entry.owner)
 
 
 def _discord(entry: _DiscordEntry, env: Mapping[str, str]) -> DiscordSettings:
@@ -455,6 +499,7 @@ def _discord(entry: _DiscordEntry, env: Mapping[str, str]) -> DiscordSettings:
     }
     return DiscordSettings(
         token=env.get("DISCORD_TOKEN") or entry.token,
+        owners=tuple(entry.owners),
         dm_policy=entry.dm_policy,
         allow_from=tuple(entry.allow_from),
         guilds=guilds,

@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 EventKind = Literal["message", "heartbeat", "cron", "webhook", "subagent", "server"]
+Rights = Literal["owner", "peer", "group", "system"]
+"""Whose rights a turn has, which picks its tool policy (`[policy.<rights>]`): the owner's; an approved or allowlisted
+person's who is not the owner (`peer`); someone's in a group conversation (`group`); a program's with no owner rights
+(`system`, e.g. a webhook unless configured otherwise)."""
 ChatType = Literal["direct", "group", "thread"]
 """What kind of conversation a user's message came from; the host derives its session from it (`routing.py`)."""
 OnDone = Callable[[bool], Awaitable[None]]
@@ -21,6 +25,47 @@ class Target:
     user: str | None = None
     reply_to: str | None = field(default=None, compare=False)
     """The message this answers, for IMs that thread replies; not part of the conversation's identity."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who an event comes from, as the host decides it (never the model, a tool argument or the text itself).
+
+    `kind` is who is talking: the owner, a peer, a group member, or the system (cron, heartbeat, webhooks, servers,
+    sub-agents); `rights` whose tool policy the turn gets (a system event carries the rights of whoever created it);
+    `label` how the model is told who it is; `data` whether the event's text reaches the model fenced as data rather
+    than as the owner's instructions.
+    """
+
+    kind: Rights
+    rights: Rights
+    label: str
+    user: str | None = None
+    data: bool = False
+
+    @property
+    def is_owner(self) -> bool:
+        return self.rights == "owner"
+
+
+OWNER = Principal("owner", "owner", "the owner")
+"""The terminal, `hermitcrab ask` and the CLI: whoever sits at the host's own keyboard is the owner."""
+
+
+def person(kind: Literal["owner", "peer", "group"], channel: str, user: str, name: str | None = None) -> Principal:
+    """A person in a chat channel: the owner, an approved peer, or a member of a group conversation."""
+    who = f"{channel} user {user}" + (f" ({name})" if name else "")
+    label = {
+        "owner": f"the owner ({who})",
+        "peer": f"{who}, an approved friend, not the owner",
+        "group": f"{who}, a member of a group conversation, not the owner",
+    }[kind]
+    return Principal(kind, kind, label, user, data=kind != "owner")
+
+
+def system(label: str, rights: Rights = "system", *, data: bool | None = None) -> Principal:
+    """A system event (cron, heartbeat, webhook, server, sub-agent) with the rights of whoever set it up."""
+    return Principal("system", rights, label, data=rights != "owner" if data is None else data)
 
 
 NOWHERE = Target("none", "none")
@@ -39,6 +84,8 @@ class Event:
     """Set by chat channels: the host then picks `session_key` by its routing rule, never the channel."""
     metadata: dict[str, Any] = field(default_factory=dict[str, Any])
     deliver: bool = True
+    principal: Principal = field(default_factory=lambda: system("an unnamed source"))
+    """Who the event comes from; a channel that says nothing gets no rights at all."""
     on_done: OnDone | None = field(default=None, compare=False, repr=False)
     """Called with True once the event's turn finished and its reply was delivered (or it had been handled before),
     the moment a server's queue item may be acknowledged; with False when the turn failed."""

@@ -24,14 +24,17 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class _Question:
-    """A question on screen: only its user's next message in the conversation answers it."""
+    """A question on screen: only its user's next message in the conversation answers it; a question asked of
+    nobody in particular (a cron job's or a webhook's approval) only an owner's."""
 
     user: str | None
     answered: anyio.Event = field(default_factory=anyio.Event)
     answer: str | None = None
 
     def accepts(self, event: Event) -> bool:
-        return event.kind == "message" and (self.user is None or event.target.user == self.user)
+        if event.kind != "message":
+            return False
+        return event.principal.kind == "owner" if self.user is None else event.target.user == self.user
 
 
 @dataclass
@@ -143,8 +146,8 @@ class Gateway:
             logger.info("skipping event %s: already handled in session %s", event_id, event.session_key)
             await _done(event, True)
             return None
-        if event.kind == "message" and event.chat in (None, "direct") and self.last_target is not None:
-            self.last_target.remember(event.target)  # never a group: reminders and findings are private
+        if self._remembered(event) and self.last_target is not None:
+            self.last_target.remember(event.target)
         command = find_command(event.text) if event.kind == "message" else None
         if command is not None:
             reply: str | None = await command(self.agent, event)
@@ -166,6 +169,11 @@ class Gateway:
             self.agent.session(event.session_key).transcript.append("event", event_id=str(event_id))
         await _done(event, True)
         return reply
+
+    @staticmethod
+    def _remembered(event: Event) -> bool:
+        """Only the owner's own messages outside groups move where reminders and findings go: they are private."""
+        return event.kind == "message" and event.principal.kind == "owner" and event.chat in (None, "direct")
 
     async def drain(self) -> None:
         """Stop starting queued events and wait for the running ones to finish (a clean shutdown)."""

@@ -16,12 +16,13 @@ from pathlib import Path
 import anyio
 
 from .config import HeartbeatSettings
-from .events import NOWHERE, Event, Target
+from .events import NOWHERE, Event, Target, system
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_OK = "HEARTBEAT_OK"
 MAX_OK_EXTRA_CHARS = 300
+BEAT = system("the heartbeat, which the owner set up in HEARTBEAT.md", "owner")
 PROMPT = (
     "[heartbeat] This is a scheduled check, not a message from the user. Read HEARTBEAT.md (in your workspace "
     "files above) and do what it asks that is due now. If nothing needs the user's attention, reply exactly "
@@ -82,7 +83,7 @@ class Heartbeat:
             logger.info("heartbeat skipped: %s", reason)
             return False
         target = self._target()
-        await self._submit(Event("heartbeat", PROMPT, target or NOWHERE, deliver=target is not None))
+        await self._submit(Event("heartbeat", PROMPT, target or NOWHERE, deliver=target is not None, principal=BEAT))
         return True
 
     def skip_reason(self) -> str | None:

@@ -7,11 +7,15 @@ from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
 from .elicitation import current_asker
+from .events import OWNER, Event, Target
+from .origin import caller_meta
+from .policy import HOST_SERVER, ToolPolicy, refusal
 from .pool import McpPool, ToolOutcome
 from .providers.base import ToolSpec
 from .skill_tool import SKILL
 from .skill_tool import read as read_skill
 from .skills import Catalog
+from .untrusted import fence
 
 ASK_USER = ToolSpec(
     "ask_user",
@@ -53,22 +57,32 @@ class Conversation(Protocol):
 
 class HostToolbox:
     """MCP tools from the pool plus `ask_user` and `message` (and `skill` when there are skills), bound to one
-    conversation and its session."""
+    event's conversation, session and principal, and cut to the principal's tool policy."""
 
     def __init__(
-        self, pool: McpPool | None, conversation: Conversation, session_key: str = "main", skills: Catalog | None = None
+        self,
+        pool: McpPool | None,
+        conversation: Conversation,
+        event: Event | None = None,
+        skills: Catalog | None = None,
+        policy: ToolPolicy | None = None,
     ) -> None:
         self.pool = pool
         self.conversation = conversation
-        self.session_key = session_key
+        self.event = event or Event("message", "", Target("none", "none"), principal=OWNER)
+        self.session_key = self.event.session_key
         self.skills = skills or Catalog()
+        self.policy = policy or ToolPolicy()
 
     def specs(self) -> list[ToolSpec]:
         mcp_specs = self.pool.tool_specs() if self.pool else []
         own = [ASK_USER, MESSAGE, *([SKILL] if self.skills.skills else [])]
-        return [*(spec for spec in mcp_specs if spec.name not in {s.name for s in own}), *own]
+        offered = [*(spec for spec in mcp_specs if spec.name not in {s.name for s in own}), *own]
+        return [spec for spec in offered if self._allowed(spec.name)]
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        if not self._allowed(name):
+            return ToolOutcome(refusal(name, self.event.principal.rights), True)
         if name == SKILL.name and self.skills.skills:
             return read_skill(self.skills, arguments)
         if name == ASK_USER.name:
@@ -77,11 +91,28 @@ class HostToolbox:
             return await self._message(arguments)
         if self.pool is None:
             return ToolOutcome(f"unknown tool {name!r}", True)
-        token = current_asker.set(self.conversation.ask)
+        token = current_asker.set(self._ask_naming_origin)
         try:
-            return await self.pool.call(name, arguments, self.session_key)
+            meta = caller_meta(self.event.principal, self.session_key, self.event.target)
+            outcome = await self.pool.call(name, arguments, self.session_key, meta)
         finally:
             current_asker.reset(token)
+        if outcome.untrusted:
+            server = self.pool.server_of(name) or "a"
+            return ToolOutcome(fence(outcome.text, f"the {server} server, which marked it as others' content"))
+        return outcome
+
+    def _allowed(self, name: str) -> bool:
+        own = name in (ASK_USER.name, MESSAGE.name, SKILL.name)
+        server = HOST_SERVER if own or self.pool is None else self.pool.server_of(name) or ""
+        return self.policy.allows(name, server)
+
+    async def _ask_naming_origin(self, question: str, choices: Sequence[str] | None = None) -> str | None:
+        """A server's question (an exec approval) headed by whom and which session the call is for."""
+        event = self.event
+        return await self.conversation.ask(
+            f"For {event.principal.label}, in session {event.session_key!r}:\n{question}", choices
+        )
 
     async def _ask_user(self, arguments: dict[str, Any]) -> ToolOutcome:
         question = arguments.get("question")
@@ -98,5 +129,14 @@ class HostToolbox:
         text = arguments.get("text")
         if not isinstance(text, str) or not text.strip():
             return ToolOutcome("message needs a non-empty 'text' string", True)
-        await self.conversation.send(text, arguments.get("channel"), arguments.get("to"))
+        channel, to = arguments.get("channel"), arguments.get("to")
+        here = self.event.target
+        elsewhere = (channel or here.channel, to or here.conversation) != (here.channel, here.conversation)
+        if elsewhere and not self.event.principal.is_owner:
+            return ToolOutcome(
+                "message can only answer this conversation here: sending to another one is for the owner's "
+                "conversations alone.",
+                True,
+            )
+        await self.conversation.send(text, channel, to)
         return ToolOutcome("sent")

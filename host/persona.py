@@ -19,6 +19,8 @@ BOOTSTRAP_ORDER = (
     "MEMORY.md",
 )
 SUBAGENT_FILES = frozenset({"AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md"})
+PRIVATE_FILES = frozenset({"USER.md", "MEMORY.md"})
+"""The owner's own: with the daily logs, injected only into the owner's private turns."""
 OPTIONAL_FILES = frozenset({"BOOTSTRAP.md"})
 MAX_FILE_CHARS = 20_000
 MAX_TOTAL_CHARS = 150_000
@@ -42,20 +44,22 @@ def load_persona(
     workspace: Path,
     *,
     today: dt.date,
-    main_session: bool = True,
+    private: bool = True,
     subagent: bool = False,
     max_file_chars: int = MAX_FILE_CHARS,
     max_total_chars: int = MAX_TOTAL_CHARS,
 ) -> list[PersonaFile]:
     """The bootstrap files in injection order, then yesterday's and today's daily memory logs.
 
-    MEMORY.md is private to the main session; BOOTSTRAP.md is injected only while it exists (the first-run
+    USER.md, MEMORY.md and the daily logs are the owner's: only a `private` turn gets them (the owner's own
+    sessions, never a group's or another person's); BOOTSTRAP.md is injected only while it exists (the first-run
     ritual deletes it); sub-agents get only the files that describe who they are and how to work.
     """
-    names = [name for name in BOOTSTRAP_ORDER if main_session or name != "MEMORY.md"]
+    names = [name for name in BOOTSTRAP_ORDER if private or name not in PRIVATE_FILES]
     if subagent:
         names = [name for name in names if name in SUBAGENT_FILES]
-    daily = [] if subagent else [f"memory/{day.isoformat()}.md" for day in (today - dt.timedelta(days=1), today)]
+    days = (today - dt.timedelta(days=1), today)
+    daily = [f"memory/{day.isoformat()}.md" for day in days] if private and not subagent else []
     files: list[PersonaFile] = []
     budget = max_total_chars
     for name in [*names, *daily]:

@@ -8,7 +8,7 @@ import re
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, TextIO, cast
@@ -26,6 +26,7 @@ from .call_clock import call_clock
 from .config import ServerConfig
 from .elicitation import ElicitationHandler
 from .providers.base import ToolSpec
+from .untrusted import UNTRUSTED_META
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ class ServerEvent:
 class ToolOutcome:
     text: str
     is_error: bool = False
+    untrusted: bool = False
+    """The server marked the result as holding text from others (`hermitcrab/untrusted-content` in its `_meta`)."""
 
 
 @dataclass(frozen=True)
@@ -142,11 +145,20 @@ class ServerHandle:
         self._ready.set()
         self.attempted.set()
 
-    async def call(self, tool: str, arguments: dict[str, Any], session: str | None = None) -> ToolOutcome:
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        session: str | None = None,
+        caller: Mapping[str, Any] | None = None,
+    ) -> ToolOutcome:
         """Call `tool`; `session` (the calling session's key) goes in the request's `_meta` as `hermitcrab/session`,
-        so a server can tell which conversation a call came from (spawn announces a sub-agent's end there)."""
+        so a server can tell which conversation a call came from (spawn announces a sub-agent's end there), and
+        `caller` adds who the turn acts for (`hermitcrab/principal`, `hermitcrab/origin`)."""
         timeout = self.config.timeout_s
         meta: types.RequestParamsMeta | None = {SESSION_META: session} if session is not None else None
+        if caller:
+            meta = {**(meta or {}), **caller}
         with call_clock(timeout):
             client = await self._connected()
             try:
@@ -157,7 +169,8 @@ class ServerHandle:
                     self._dead.set()
                     return ToolOutcome(f"the {self.config.name} server crashed during the call and is restarting", True)
                 return ToolOutcome(f"the {self.config.name} server rejected the call: {exc}", True)
-            return ToolOutcome(render_result(result), bool(result.is_error))
+            untrusted = bool((result.meta or {}).get(UNTRUSTED_META))
+            return ToolOutcome(render_result(result), bool(result.is_error), untrusted)
         if self._client is None:
             detail = f": {self.last_error}" if self.last_error else ""
             return ToolOutcome(f"the {self.config.name} server is not available{detail}", True)
@@ -355,11 +368,18 @@ class McpPool:
     def tool_specs(self) -> list[ToolSpec]:
         return [route.spec for route in self.routes().values()]
 
-    async def call(self, name: str, arguments: dict[str, Any], session: str | None = None) -> ToolOutcome:
+    def server_of(self, name: str) -> str | None:
+        """The server whose tool the model knows as `name` (for `<server>:<tool>` policy patterns)."""
+        route = self.routes().get(name)
+        return route.server if route else None
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], session: str | None = None, caller: Mapping[str, Any] | None = None
+    ) -> ToolOutcome:
         route = self.routes().get(name)
         if route is None:
             return ToolOutcome(f"unknown tool {name!r}; available: {', '.join(sorted(self.routes())) or 'none'}", True)
-        return await self.handles[route.server].call(route.tool, arguments, session)
+        return await self.handles[route.server].call(route.tool, arguments, session, caller)
 
 
 def render_result(result: types.CallToolResult) -> str:

@@ -8,8 +8,11 @@ from typing import Any
 
 from .agent import Agent
 from .config import Settings
+from .events import NOWHERE, OWNER, Principal
 from .loop import TurnResult, run_turn
+from .origin import caller_meta
 from .persona import load_persona, render_persona
+from .policy import ToolPolicy, refusal
 from .pool import McpPool, ToolOutcome
 from .providers.base import ToolSpec
 
@@ -18,19 +21,31 @@ SUBAGENT_TEMPLATE = files("hermitcrab.host").joinpath("subagent_prompt.md").read
 
 class PoolTools:
     """The pool's tools called on behalf of one session; no `ask_user` or `message`, since a sub-agent has no user
-    (and no elicitation can be answered: nobody is asked, so servers' questions are declined)."""
+    (and no elicitation can be answered: nobody is asked, so servers' questions are declined). A sub-agent started
+    for someone other than the owner gets that principal's tool policy, as its parent turn did."""
 
-    def __init__(self, pool: McpPool | None, session_key: str) -> None:
+    def __init__(
+        self, pool: McpPool | None, session_key: str, principal: Principal = OWNER, policy: ToolPolicy | None = None
+    ) -> None:
         self.pool = pool
         self.session_key = session_key
+        self.principal = principal
+        self.policy = policy or ToolPolicy()
 
     def specs(self) -> list[ToolSpec]:
-        return self.pool.tool_specs() if self.pool else []
+        specs = self.pool.tool_specs() if self.pool else []
+        return [spec for spec in specs if self._allowed(spec.name)]
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         if self.pool is None:
             return ToolOutcome(f"unknown tool {name!r}", True)
-        return await self.pool.call(name, arguments, self.session_key)
+        if not self._allowed(name):
+            return ToolOutcome(refusal(name, self.principal.rights), True)
+        meta = caller_meta(self.principal, self.session_key, NOWHERE)
+        return await self.pool.call(name, arguments, self.session_key, meta)
+
+    def _allowed(self, name: str) -> bool:
+        return self.pool is not None and self.policy.allows(name, self.pool.server_of(name) or "")
 
 
 def subagent_settings(settings: Settings, model: str | None, hidden_tools: list[str]) -> Settings:
@@ -42,11 +57,14 @@ def subagent_settings(settings: Settings, model: str | None, hidden_tools: list[
     return replace(settings, providers=providers, servers=servers)
 
 
-async def run_subagent(agent: Agent, task: str, session_key: str, label: str) -> TurnResult:
-    """Run `task` to its end in `session_key`: the minimal persona (no MEMORY, no HEARTBEAT, no daily logs)."""
+async def run_subagent(
+    agent: Agent, task: str, session_key: str, label: str, principal: Principal = OWNER
+) -> TurnResult:
+    """Run `task` to its end in `session_key`: the minimal persona (no MEMORY, no HEARTBEAT, no daily logs; no
+    USER.md either when it runs for someone other than the owner)."""
     now = agent.now()
-    toolbox = PoolTools(agent.pool, session_key)
-    persona = load_persona(agent.settings.workspace, today=now.date(), main_session=False, subagent=True)
+    toolbox = PoolTools(agent.pool, session_key, principal, agent.settings.policy(principal.rights))
+    persona = load_persona(agent.settings.workspace, today=now.date(), private=principal.is_owner, subagent=True)
     system = SUBAGENT_TEMPLATE.format(
         now=now.strftime("%A %Y-%m-%d %H:%M"),
         timezone=now.tzname() or "local time",

@@ -17,7 +17,8 @@ from anyio.abc import ObjectReceiveStream
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .events import NOWHERE, Event, EventKind, Target
+from .events import NOWHERE, Event, EventKind, Principal, Target, system
+from .origin import Origin
 from .pool import McpPool, ServerEvent
 
 logger = logging.getLogger(__name__)
@@ -71,9 +72,37 @@ def parse_batch(text: str) -> Batch | None:
         return None
 
 
-def session_for(server: str, item: Item) -> str:
-    """`main` by default; `isolated` gets a fresh session of its own, named after the item so a retry finds it."""
-    return f"isolated-{server}-{item.id}" if item.session == "isolated" else item.session
+def session_for(server: str, item: Item, origin: Origin | None = None) -> str:
+    """`main` by default; `isolated` gets a fresh session of its own, named after the item so a retry finds it.
+
+    Work someone other than the owner set up never runs in `main`: it runs in the session it came from."""
+    isolated = f"isolated-{server}-{item.id}"
+    key = isolated if item.session == "isolated" else item.session
+    if key == "main" and origin is not None and origin.principal != "owner":
+        return origin.session if origin.session != "main" else isolated
+    return key
+
+
+def origin_of(item: Item) -> Origin | None:
+    """The origin the server handed back with the item (`origin.py`); a malformed one counts as none."""
+    given = (item.model_extra or {}).get("origin")
+    if given is None:
+        return None
+    try:
+        return Origin.model_validate(given)
+    except ValidationError:
+        logger.warning("item %s has an origin that breaks the contract; taken as no origin", item.id)
+        return None
+
+
+def principal_of(server: str, item: Item, origin: Origin | None) -> Principal:
+    """Who an item acts for: its creator's rights (the owner's when the server recorded none, since the owner chose
+    the server); its text is data unless it is a job the owner set up."""
+    what = {"cron": "a cron job", "subagent": "a sub-agent's result", "server": f"an event from the {server} server"}
+    data = item.kind != "cron"
+    if origin is None:
+        return system(what[item.kind], "owner", data=data)
+    return origin.principal_for(what[item.kind], data=True if origin.principal != "owner" else data)
 
 
 class Relay:
@@ -105,6 +134,7 @@ class Relay:
                     target or NOWHERE,
                     metadata=metadata,
                     deliver=target is not None,
+                    principal=system(f"an event from the {event.server} server", "owner", data=True),
                 )
             )
 
@@ -113,7 +143,8 @@ class Relay:
         if key in self._in_flight:
             return
         self._in_flight.add(key)
-        target = self._target(item)
+        origin = origin_of(item)
+        target = self._target(item, origin)
 
         async def done(handled: bool) -> None:
             try:
@@ -130,20 +161,29 @@ class Relay:
                 kind,
                 f"[event from {event.server}]\n{item.text}",
                 target or NOWHERE,
-                session_key=session_for(event.server, item),
+                session_key=session_for(event.server, item, origin),
                 metadata={**(item.model_extra or {}), "server": event.server, "uri": event.uri, "event_id": item.id},
                 deliver=target is not None,
                 on_done=done,
+                principal=principal_of(event.server, item, origin),
             )
         )
 
-    def _target(self, item: Item) -> Target | None:
-        """Where the reply goes: the item's channel and conversation (both named), else the user's last one."""
+    def _target(self, item: Item, origin: Origin | None) -> Target | None:
+        """Where the reply goes: the item's channel and conversation (both named), else the user's last one; work
+        someone else set up goes back only to the conversation it came from."""
         delivery = item.delivery
         if delivery.mode != "announce":
             return None
-        if delivery.channel and delivery.to:
-            return Target(delivery.channel, delivery.to)
+        named = Target(delivery.channel, delivery.to) if delivery.channel and delivery.to else None
+        if origin is not None and origin.principal != "owner":
+            if named is not None and named != origin.target:
+                logger.warning(
+                    "item %s names another conversation than its origin's; it goes back to its origin", item.id
+                )
+            return origin.target
+        if named is not None:
+            return named
         target = self.fallback()
         if target is None:
             logger.warning("no conversation known to announce %s in; its reply stays in the transcript", item.id)

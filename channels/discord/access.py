@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from hermitcrab.channels.pairing import PairingStore
+from hermitcrab.host.events import ChatType, Principal, person
 
 DmPolicy = Literal["pairing", "allowlist", "open", "disabled"]
 Verdict = Literal["answer", "pair", "ignore"]
@@ -50,11 +51,21 @@ class Access:
     allow_from: Collection[str]
     guilds: Mapping[str, GuildRule]
     pairing: PairingStore
+    owners: Collection[str] = ()
+    """The owners' user ids: their messages carry the owner's rights; everyone else is a peer or a group member."""
+
+    def principal(self, user: str, chat: ChatType, name: str | None = None) -> Principal:
+        """Who a message admitted from `user` comes from: an owner, else a peer in a DM or a group member."""
+        if user in self.owners:
+            return person("owner", "discord", user, name)
+        return person("peer" if chat == "direct" else "group", "discord", user, name)
 
     def direct(self, user: str) -> Verdict:
         """A direct message: answer, send a pairing code (nothing reaches the agent), or ignore."""
         if self.dm_policy == "disabled":
             return "ignore"
+        if user in self.owners:
+            return "answer"
         if self.dm_policy == "open" or user in self.allow_from or self.pairing.is_allowed("discord", user):
             return "answer"
         return "pair" if self.dm_policy == "pairing" else "ignore"
@@ -62,7 +73,7 @@ class Access:
     def in_guild(self, where: Where, user: str) -> Literal["answer", "if-mentioned", "ignore"]:
         """A guild message: the guild must be listed, the channel (or a thread's parent) allowed, the user too."""
         guild = self.guilds.get(where.guild or "")
-        if guild is None or (guild.users and user not in guild.users):
+        if guild is None or (guild.users and user not in guild.users and user not in self.owners):
             return "ignore"
         rule = guild.channels.get(where.channel) or guild.channels.get(where.parent or "")
         if rule is None and guild.channels:

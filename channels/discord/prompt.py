@@ -1,4 +1,5 @@
-"""A question with choices as Discord buttons that only the person asked can press.
+"""A question with choices as Discord buttons that only the person asked can press (an owner, when it was asked of
+nobody in particular, as a cron job's or a webhook's approval is).
 
 Anyone else who presses gets an ephemeral refusal (seen only by them) and the question stays open. The pressed
 choice replaces the buttons, so the conversation shows what was decided and by whom.
@@ -7,22 +8,26 @@ choice replaces the buttons, so the conversation shows what was decided and by w
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import anyio
 import discord
 
 REFUSAL = "Only the person this was asked of can answer it."
+OWNERS_ONLY = "Only my owner can answer this."
 _DANGER = frozenset({"deny", "no", "decline", "cancel", "reject"})
 
 
 class ChoiceButtons(discord.ui.View):
     """One button per choice; `answer` is set once the asked user pressed one."""
 
-    def __init__(self, question: str, choices: Sequence[str], asked: str | None) -> None:
+    def __init__(
+        self, question: str, choices: Sequence[str], asked: str | None, owners: Collection[str] = ()
+    ) -> None:
         super().__init__(timeout=None)
         self.question = question
         self.asked = asked
+        self.owners = owners
         self.answer: str | None = None
         self.answered = anyio.Event()
         prefix = uuid.uuid4().hex[:12]
@@ -30,9 +35,10 @@ class ChoiceButtons(discord.ui.View):
             self.add_item(_Choice(self, choice, f"hc:{prefix}:{index}", _style(choice, index)))
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        if self.asked is None or str(interaction.user.id) == self.asked:
+        presser = str(interaction.user.id)
+        if presser == self.asked or (self.asked is None and presser in self.owners):
             return True
-        await interaction.response.send_message(REFUSAL, ephemeral=True)
+        await interaction.response.send_message(REFUSAL if self.asked else OWNERS_ONLY, ephemeral=True)
         return False
 
     async def choose(self, interaction: discord.Interaction, choice: str) -> None:

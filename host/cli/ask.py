@@ -10,7 +10,7 @@ import anyio
 import typer
 
 from ..config import Settings, load_settings
-from ..events import Event, Target
+from ..events import OWNER, Event, Target
 from ..gateway import Gateway
 from .options import McpConfigOption, VerboseOption
 from .runtime import open_agent, setup_logging
@@ -46,7 +46,7 @@ def ask(
     """Run one turn and print the agent's final reply (nothing when it replies NO_REPLY)."""
     settings = load_settings(mcp_config=mcp_config)
     setup_logging(verbose, settings)
-    reply = anyio.run(_ask, settings, Event("message", message, CLI, session_key=session))
+    reply = anyio.run(_ask, settings, Event("message", message, CLI, session_key=session, principal=OWNER))
     if reply:
         typer.echo(reply)
 

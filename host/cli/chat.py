@@ -10,7 +10,7 @@ from hermitcrab.channels.terminal import TERMINAL, TerminalChannel
 
 from ..agent import Agent
 from ..config import Settings, load_settings
-from ..events import Event
+from ..events import OWNER, Event
 from ..gateway import Gateway
 from ..triggers import relay_server_events
 from .options import McpConfigOption, VerboseOption
@@ -49,7 +49,7 @@ async def _chat(settings: Settings) -> None:
                 if line is None or line.strip() in EXIT_WORDS:
                     break
                 if line.strip():
-                    await _turn(gateway, Event("message", line.strip(), TERMINAL))
+                    await _turn(gateway, Event("message", line.strip(), TERMINAL, principal=OWNER))
             group.cancel_scope.cancel()
 
 
@@ -59,7 +59,7 @@ async def _turn(gateway: Gateway, event: Event) -> None:
     while gateway.pending(event.session_key):
         if gateway.waiting_for_answer(event.target):
             answer = await _read_line("answer> ")
-            await gateway.submit(Event("message", answer or "", event.target))
+            await gateway.submit(Event("message", answer or "", event.target, principal=OWNER))
         await anyio.sleep(0.05)
 
 

@@ -27,7 +27,8 @@ async def start(token: str, settings: Settings, gateway: Gateway, group: TaskGro
     """Plug the channel into the gateway and connect it in `group` (an unreachable Discord is retried there)."""
     config = settings.discord
     point_at(config.api_base, config.gateway_url)
-    access = Access(config.dm_policy, config.allow_from, config.guilds, PairingStore(settings.state / "pairing"))
+    pairing = PairingStore(settings.state / "pairing")
+    access = Access(config.dm_policy, config.allow_from, config.guilds, pairing, owners=config.owners)
     inbox = settings.workspace / "inbox" / "discord"
     channel = DiscordChannel(
         token, access, gateway.submit, inbox=inbox, max_text_bytes=config.max_text_attachment_bytes

@@ -55,7 +55,8 @@ async def serve(settings: Settings) -> None:
             target=fallback,
             now=agent.now,
         )
-        webhook = WebhookChannel(settings.webhook.token, gateway.submit, fallback) if settings.webhook.token else None
+        hooks = settings.webhook
+        webhook = WebhookChannel(hooks.token, gateway.submit, fallback, owner=hooks.owner) if hooks.token else None
         async with anyio.create_task_group() as group:
             await group.start(gateway.serve)
             if webhook is not None:

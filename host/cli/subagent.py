@@ -10,6 +10,7 @@ import anyio
 import typer
 
 from ..config import Settings, load_settings
+from ..events import OWNER, Rights, system
 from ..subagent import run_subagent, subagent_settings
 from .options import VerboseOption
 from .runtime import open_agent, setup_logging
@@ -25,20 +26,24 @@ def subagent(
         list[str] | None, typer.Option("--hide-tool", help="A tool the sub-agent must not see (repeatable).")
     ] = None,
     home: Annotated[Path | None, typer.Option(help="The hermitcrab home (default: $HERMITCRAB_HOME).")] = None,
+    principal: Annotated[
+        Rights, typer.Option(help="Whose rights the run has: spawn passes the rights of the turn that started it.")
+    ] = "owner",
     verbose: VerboseOption = False,
 ) -> None:
     """Run one task to its end with the parent's MCP servers and print the final answer (for hermitcrab-spawn)."""
     environ = {**os.environ, "HERMITCRAB_HOME": str(home)} if home is not None else None
     settings = subagent_settings(load_settings(environ), model, hide_tool or [])
     setup_logging(verbose, settings)
-    reply = anyio.run(_run, settings, run_dir, task, session, label)
+    reply = anyio.run(_run, settings, run_dir, task, session, label, principal)
     if reply:
         typer.echo(reply)
 
 
-async def _run(settings: Settings, run_dir: Path, task: str, session: str, label: str) -> str | None:
+async def _run(settings: Settings, run_dir: Path, task: str, session: str, label: str, rights: Rights) -> str | None:
+    principal = OWNER if rights == "owner" else system(f"a sub-agent started from a {rights} session", rights)
     async with open_agent(settings, sessions=run_dir / "sessions") as agent:
-        return (await run_subagent(agent, task, session, label)).reply
+        return (await run_subagent(agent, task, session, label, principal)).reply
 
 
 def register(app: typer.Typer) -> None:

@@ -61,12 +61,45 @@ async def test_an_agent_hook_may_name_its_session_and_conversation(hook):
     assert submitted[0].session_key == "ci" and submitted[0].target == Target("webhook", "http://127.0.0.1:9/cb")
 
 
-async def test_wake_queues_a_system_event_for_the_main_session(hook):
+async def test_wake_queues_a_system_event_without_owner_rights_outside_the_main_session(hook):
     client, submitted, _ = hook
 
     assert (await client.post("/hooks/wake", json={"text": "the backup finished"}, headers=AUTH)).status_code == 202
 
-    assert submitted[0].session_key == "main" and submitted[0].text == "[system event]\nthe backup finished"
+    assert submitted[0].session_key == "webhook" and submitted[0].text == "[system event]\nthe backup finished"
+    assert submitted[0].principal.rights == "system" and submitted[0].principal.data
+
+
+async def test_a_hook_without_owner_rights_may_not_use_the_main_session(hook):
+    client, submitted, _ = hook
+
+    response = await client.post("/hooks/agent", json={"message": "hi", "session": "main"}, headers=AUTH)
+
+    assert response.status_code == 400 and "[webhook] owner = true" in response.json()["error"]
+    assert submitted == []
+
+
+async def test_hooks_configured_as_the_owner_wake_the_main_session_with_owner_rights():
+    submitted: list[Event] = []
+
+    async def submit(event: Event) -> None:
+        submitted.append(event)
+
+    channel = WebhookChannel(TOKEN, submit, lambda: LAST, owner=True)
+    port = free_port()
+    async with anyio.create_task_group() as group:
+        await group.start(channel.serve, "127.0.0.1", port)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            wake = await client.post("/hooks/wake", json={"text": "backup done"}, headers=AUTH)
+            agent = await client.post("/hooks/agent", json={"message": "hi", "session": "main"}, headers=AUTH)
+        channel.close()
+        group.cancel_scope.cancel()
+
+    assert (wake.status_code, agent.status_code) == (202, 202)
+    assert [(e.session_key, e.principal.rights, e.principal.data) for e in submitted] == [
+        ("main", "owner", False),
+        ("main", "owner", False),
+    ]
 
 
 @pytest.mark.parametrize(

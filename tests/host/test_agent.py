@@ -11,7 +11,7 @@ import anyio
 
 from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
-from hermitcrab.host.events import Event, Target
+from hermitcrab.host.events import OWNER, Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.pool import McpPool
 from hermitcrab.host.session import SessionStore
@@ -33,13 +33,13 @@ async def test_a_server_killed_between_two_turns_is_restarted(tmp_path: Path):
             {"test": SilentChannel()},
             ask_timeout_s=1,
         )
-        await gateway.process(Event("message", "turn one", ROOM))
+        await gateway.process(Event("message", "turn one", ROOM, principal=OWNER))
         first_pid = int(provider.seen[1]["messages"][-1].content)
         os.kill(first_pid, signal.SIGKILL)
         with anyio.fail_after(10):
             while pool.handles["kit"].restarts == 0:
                 await anyio.sleep(0.02)
-        await gateway.process(Event("message", "turn two", ROOM))
+        await gateway.process(Event("message", "turn two", ROOM, principal=OWNER))
 
     second = provider.seen[3]["messages"][-1]
     assert not second.is_error
@@ -53,11 +53,13 @@ async def test_system_prompt_carries_runtime_facts(tmp_path: Path):
 
     alice = Target("test", "room", "alice")
 
-    await Gateway(agent, {"test": SilentChannel()}, ask_timeout_s=1).process(Event("message", "hi", alice))
+    await Gateway(agent, {"test": SilentChannel()}, ask_timeout_s=1).process(
+        Event("message", "hi", alice, principal=OWNER)
+    )
 
     system = provider.seen[0]["system"]
     assert "(JST)" in system and "Channel: test" in system and "ask_user, message" in system
-    assert "From: user 'alice' in conversation 'room'" in system
+    assert "From: the owner in conversation 'room'" in system
     assert "[missing: AGENTS.md does not exist in the workspace]" in system
 
 
@@ -67,8 +69,10 @@ async def test_server_elicitation_is_asked_in_the_conversation_that_called_the_t
     settings = Settings(home=tmp_path, providers=(), servers=(kit,), agent=AgentSettings())
     room = AnsweringChannel("allow-always")
 
-    await run_turn_with_servers(settings, provider, room, Event("message", "ship it", ROOM))
+    await run_turn_with_servers(settings, provider, room, Event("message", "ship it", ROOM, principal=OWNER))
 
-    assert room.sent[0].startswith("The kit server asks:\n```\nAllow deploy?\n```") and "- allow-always" in room.sent[0]
+    origin, question = room.sent[0].split("\n", 1)
+    assert origin == "For the owner, in session 'main':"  # every approval names whom and which session it is for
+    assert question.startswith("The kit server asks:\n```\nAllow deploy?\n```") and "- allow-always" in question
     assert provider.seen[1]["messages"][-1].content == "deploy: allow-always"
     assert room.sent[-1] == "deployed"

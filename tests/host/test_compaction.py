@@ -8,7 +8,7 @@ from hermitcrab.host.agent import Agent
 from hermitcrab.host.compaction import Budget, compact
 from hermitcrab.host.config import AgentSettings, Settings
 from hermitcrab.host.errors import ContextOverflowError
-from hermitcrab.host.events import Event, Target
+from hermitcrab.host.events import OWNER, Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.loop import run_turn
 from hermitcrab.host.session import SUMMARY_HEADER, SessionStore
@@ -122,8 +122,8 @@ async def test_compact_command_reports_what_it_did(tmp_path: Path):
         Agent(settings, provider, None, SessionStore(tmp_path / "sessions")), {"test": SilentChannel()}, ask_timeout_s=1
     )
 
-    first = await gateway.process(Event("message", "/compact", Target("test", "room")))
-    again = await gateway.process(Event("message", "/compact", Target("test", "room")))
+    first = await gateway.process(Event("message", "/compact", Target("test", "room"), principal=OWNER))
+    again = await gateway.process(Event("message", "/compact", Target("test", "room"), principal=OWNER))
 
     assert first == "Compacted 10 earlier entries into a summary; the latest turns stay verbatim."
     assert again == "Nothing to compact yet."
@@ -137,14 +137,14 @@ async def test_status_after_a_restart_counts_every_model_call_including_compacti
     gateway = Gateway(Agent(settings, provider, None, store), {"test": SilentChannel()}, ask_timeout_s=1)
     room = Target("test", "room")
 
-    await gateway.process(Event("message", f"first {LONG}", room))
-    await gateway.process(Event("message", "second", room))
-    assert (await gateway.process(Event("message", "/compact", room)) or "").startswith("Compacted")
-    await gateway.process(Event("message", "third", room))
-    before = await gateway.process(Event("message", "/status", room))
+    await gateway.process(Event("message", f"first {LONG}", room, principal=OWNER))
+    await gateway.process(Event("message", "second", room, principal=OWNER))
+    assert (await gateway.process(Event("message", "/compact", room, principal=OWNER)) or "").startswith("Compacted")
+    await gateway.process(Event("message", "third", room, principal=OWNER))
+    before = await gateway.process(Event("message", "/status", room, principal=OWNER))
     restarted = Agent(settings, ScriptedProvider(), None, SessionStore(settings.state / "sessions"))
     after = await Gateway(restarted, {"test": SilentChannel()}, ask_timeout_s=1).process(
-        Event("message", "/status", room)
+        Event("message", "/status", room, principal=OWNER)
     )
 
     assert "Tokens used: 400 in / 40 out" in (before or "")

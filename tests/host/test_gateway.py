@@ -10,9 +10,10 @@ import pytest
 from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, Settings
 from hermitcrab.host.errors import AllProvidersFailed, ContextOverflowError
-from hermitcrab.host.events import Event, Target
+from hermitcrab.host.events import OWNER, Event, Target, person
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.session import SessionStore
+from tests.support.fences import fenced
 from tests.support.scripted_provider import ScriptedProvider
 
 ROOM = Target("test", "room-1", "alice")
@@ -59,9 +60,9 @@ async def test_ask_user_sends_the_question_and_returns_the_next_message(tmp_path
 
     async with anyio.create_task_group() as group:
         await group.start(gateway.serve)
-        await gateway.submit(Event("message", "order me a drink", ROOM))
+        await gateway.submit(Event("message", "order me a drink", ROOM, principal=OWNER))
         question = await channel.next_message()
-        await gateway.submit(Event("message", "tea", ROOM))
+        await gateway.submit(Event("message", "tea", ROOM, principal=OWNER))
         reply = await channel.next_message()
         group.cancel_scope.cancel()
 
@@ -75,7 +76,7 @@ async def test_ask_user_times_out_into_an_error_result(tmp_path: Path, channel: 
     provider = ScriptedProvider().call(("q1", "ask_user", {"question": "Anyone there?"})).say("No answer.")
     gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=0.2)
 
-    reply = await gateway.process(Event("message", "hello", ROOM))
+    reply = await gateway.process(Event("message", "hello", ROOM, principal=OWNER))
 
     assert reply == "No answer."
     assert provider.seen[1]["messages"][-1].is_error
@@ -85,7 +86,7 @@ async def test_message_tool_sends_now(tmp_path: Path, channel: RecordingChannel)
     provider = ScriptedProvider().call(("m1", "message", {"text": "working on it"})).say("done")
     gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=1)
 
-    await gateway.process(Event("message", "long job", ROOM))
+    await gateway.process(Event("message", "long job", ROOM, principal=OWNER))
 
     assert [text for _, text in channel.sent] == ["working on it", "done"]
 
@@ -96,10 +97,10 @@ async def test_commands_new_status_and_context(tmp_path: Path, channel: Recordin
     provider = ScriptedProvider().say("hi there")
     gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=1)
 
-    await gateway.process(Event("message", "hello", ROOM))
-    status = await gateway.process(Event("message", "/status", ROOM))
-    context = await gateway.process(Event("message", "/context", ROOM))
-    fresh = await gateway.process(Event("message", "/new", ROOM))
+    await gateway.process(Event("message", "hello", ROOM, principal=OWNER))
+    status = await gateway.process(Event("message", "/status", ROOM, principal=OWNER))
+    context = await gateway.process(Event("message", "/context", ROOM, principal=OWNER))
+    fresh = await gateway.process(Event("message", "/new", ROOM, principal=OWNER))
 
     assert "Model: scripted" in (status or "") and "Tokens used: 100 in / 10 out" in (status or "")
     assert "- SOUL.md: 7 chars" in (context or "") and "- AGENTS.md: missing" in (context or "")
@@ -114,7 +115,7 @@ async def test_events_of_one_session_run_in_order(tmp_path: Path, channel: Recor
     async with anyio.create_task_group() as group:
         await group.start(gateway.serve)
         for text in ("a", "b", "c"):
-            await gateway.submit(Event("message", text, ROOM))
+            await gateway.submit(Event("message", text, ROOM, principal=OWNER))
         while len(channel.sent) < 3:
             await channel.next_message()
         group.cancel_scope.cancel()
@@ -130,8 +131,8 @@ async def test_a_failed_turn_is_reported_and_the_session_goes_on(tmp_path: Path,
 
     async with anyio.create_task_group() as group:
         await group.start(gateway.serve)
-        await gateway.submit(Event("message", "first", ROOM))
-        await gateway.submit(Event("message", "second", ROOM))
+        await gateway.submit(Event("message", "first", ROOM, principal=OWNER))
+        await gateway.submit(Event("message", "second", ROOM, principal=OWNER))
         while len(channel.sent) < 2:
             await channel.next_message()
         group.cancel_scope.cancel()
@@ -162,7 +163,7 @@ async def test_host_tools_reject_bad_arguments_with_a_clear_error(tmp_path: Path
     )
     gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=1)
 
-    await gateway.process(Event("message", "go", ROOM))
+    await gateway.process(Event("message", "go", ROOM, principal=OWNER))
 
     results = {m.tool_call_id: m for m in provider.seen[1]["messages"] if m.role == "tool"}
     assert "non-empty 'question'" in results["a"].content and results["a"].is_error
@@ -174,7 +175,7 @@ async def test_message_to_an_unknown_channel_is_an_error_result(tmp_path: Path, 
     provider = ScriptedProvider().call(("m", "message", {"text": "hi", "channel": "carrier-pigeon"})).say("ok")
     gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=1)
 
-    await gateway.process(Event("message", "go", ROOM))
+    await gateway.process(Event("message", "go", ROOM, principal=OWNER))
 
     result = provider.seen[1]["messages"][-1]
     assert result.is_error and "no channel named 'carrier-pigeon'" in result.content
@@ -192,13 +193,13 @@ async def test_two_questions_in_one_response_are_shown_one_at_a_time_each_answer
 
     async with anyio.create_task_group() as group:
         await group.start(gateway.serve)
-        await gateway.submit(Event("message", "book a trip", ROOM))
+        await gateway.submit(Event("message", "book a trip", ROOM, principal=OWNER))
         first = await channel.next_message()
         await anyio.sleep(0.05)  # the second question waits its turn instead of overwriting the first
         shown_before_answer = [text for _, text in channel.sent]
-        await gateway.submit(Event("message", "Lisbon", ROOM))
+        await gateway.submit(Event("message", "Lisbon", ROOM, principal=OWNER))
         second = await channel.next_message()
-        await gateway.submit(Event("message", "Friday", ROOM))
+        await gateway.submit(Event("message", "Friday", ROOM, principal=OWNER))
         assert await channel.next_message() == "Booked."
         group.cancel_scope.cancel()
 
@@ -214,20 +215,25 @@ async def test_only_the_user_who_was_asked_can_answer(tmp_path: Path, channel: R
     )
     gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=5)
     bob = Target("test", ROOM.conversation, "bob")
+    member = person("group", "test", "bob")
 
     async with anyio.create_task_group() as group:
         await group.start(gateway.serve)
-        await gateway.submit(Event("message", "tidy up", ROOM))
+        await gateway.submit(Event("message", "tidy up", ROOM, principal=OWNER))
         await channel.next_message()
-        await gateway.submit(Event("message", "yes", bob))
+        await gateway.submit(Event("message", "yes", bob, principal=member))
         assert gateway.waiting_for_answer(ROOM)
-        await gateway.submit(Event("message", "no, keep them", ROOM))
+        await gateway.submit(Event("message", "no, keep them", ROOM, principal=OWNER))
         while len(channel.sent) < 3:
             await channel.next_message()
         group.cancel_scope.cancel()
 
     assert provider.seen[1]["messages"][-1].content == "no, keep them"
-    assert provider.seen[2]["messages"][-1].content == "yes"  # bob's message became a turn of its own, afterwards
+    # bob's message became a turn of its own, afterwards, and reached the model as his words, not the owner's
+    assert fenced(provider.seen[2]["messages"][-1].content) == (
+        "test user bob, a member of a group conversation, not the owner",
+        "yes",
+    )
 
 
 class PromptingChannel(RecordingChannel):
@@ -257,7 +263,7 @@ async def test_a_channels_own_prompt_is_never_open_twice_at_once(tmp_path: Path)
     channel = PromptingChannel()
     gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=5)
 
-    await gateway.process(Event("message", "go", ROOM))
+    await gateway.process(Event("message", "go", ROOM, principal=OWNER))
 
     assert channel.most_open == 1 and channel.asked == ["first?", "second?"]
     answers = {m.tool_call_id: m.content for m in provider.seen[1]["messages"] if m.role == "tool"}
@@ -292,7 +298,7 @@ async def test_a_failed_turn_tells_the_user_what_failed_without_internals(
 
     async with anyio.create_task_group() as group:
         await group.start(gateway.serve)
-        await gateway.submit(Event("message", "hi", ROOM))
+        await gateway.submit(Event("message", "hi", ROOM, principal=OWNER))
         told = await channel.next_message()
         group.cancel_scope.cancel()
 

@@ -10,7 +10,7 @@ import anyio
 
 from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import Settings
-from hermitcrab.host.events import Event, Target
+from hermitcrab.host.events import OWNER, Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.last_target import LastTarget
 from hermitcrab.host.routing import DmScope
@@ -71,8 +71,8 @@ async def test_a_chat_message_goes_to_the_session_the_rule_names(tmp_path: Path)
 
     async with anyio.create_task_group() as group:
         await group.start(gw.serve)
-        await gw.submit(Event("message", "dm", ROOM, chat="direct"))
-        await gw.submit(Event("message", "group", ROOM, session_key="main", chat="group"))
+        await gw.submit(Event("message", "dm", ROOM, chat="direct", principal=OWNER))
+        await gw.submit(Event("message", "group", ROOM, session_key="main", chat="group", principal=OWNER))
         await wait_until(lambda: len(channel.sent) == 2)
         group.cancel_scope.cancel()
 
@@ -85,8 +85,8 @@ async def test_only_direct_conversations_become_the_last_conversation(tmp_path: 
     agent = Agent(Settings(tmp_path, (), ()), ScriptedProvider().say("a").say("b"), None, SessionStore(tmp_path / "s"))
     gw = Gateway(agent, {"im": PromptingChannel("x")}, ask_timeout_s=5, last_target=last)
 
-    await gw.process(Event("message", "in private", Target("im", "dm-1", "alice"), chat="direct"))
-    await gw.process(Event("message", "in public", Target("im", "general", "alice"), chat="group"))
+    await gw.process(Event("message", "in private", Target("im", "dm-1", "alice"), chat="direct", principal=OWNER))
+    await gw.process(Event("message", "in public", Target("im", "general", "alice"), chat="group", principal=OWNER))
 
     assert last.get() == Target("im", "dm-1", "alice")
 
@@ -95,7 +95,7 @@ async def test_the_channels_prompt_answers_a_question(tmp_path: Path):
     channel = PromptingChannel("tea")
     provider = ScriptedProvider().call(("q", "ask_user", {"question": "Tea?", "choices": ["tea", "coffee"]})).say("ok")
 
-    reply = await gateway(tmp_path, provider, channel).process(Event("message", "drink?", ROOM))
+    reply = await gateway(tmp_path, provider, channel).process(Event("message", "drink?", ROOM, principal=OWNER))
 
     assert reply == "ok" and channel.prompts == ["Tea?"] and channel.sent == ["ok"]
     assert provider.seen[1]["messages"][-1].content == "tea"
@@ -108,10 +108,10 @@ async def test_a_typed_answer_wins_over_the_prompt_which_is_withdrawn(tmp_path: 
 
     async with anyio.create_task_group() as group:
         await group.start(gw.serve)
-        await gw.submit(Event("message", "register me", ROOM))
+        await gw.submit(Event("message", "register me", ROOM, principal=OWNER))
         await wait_until(lambda: channel.prompts)
         await gw.submit(Event("message", "bob is not asked", Target("im", "room-1", "bob")))
-        await gw.submit(Event("message", "Alice", ROOM))
+        await gw.submit(Event("message", "Alice", ROOM, principal=OWNER))
         await wait_until(lambda: "thanks" in channel.sent)
         group.cancel_scope.cancel()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from hermitcrab.channels.terminal import TERMINAL, TerminalChannel
 from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
-from hermitcrab.host.events import Event, Target
+from hermitcrab.host.events import OWNER, Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.pool import McpPool
 from hermitcrab.host.session import SessionStore
@@ -52,7 +52,7 @@ async def test_a_skill_command_runs_a_turn_on_the_skills_body_with_the_arguments
     settings = make_settings(tmp_path)
     provider = ScriptedProvider().say("Hello Bob!")
 
-    channel = await process(settings, provider, None, Event("message", "/greet Bob", ROOM))
+    channel = await process(settings, provider, None, Event("message", "/greet Bob", ROOM, principal=OWNER))
 
     message = provider.seen[0]["messages"][-1].content
     assert "Write a two-line greeting for Bob." in message and '"greet"' in message
@@ -64,7 +64,9 @@ async def test_a_skill_command_runs_a_turn_on_the_skills_body_with_the_arguments
 async def test_an_unknown_slash_word_is_an_ordinary_message(tmp_path: Path):
     provider = ScriptedProvider().say("ok")
 
-    await process(make_settings(tmp_path), provider, None, Event("message", "/usr/bin is a folder", ROOM))
+    await process(
+        make_settings(tmp_path), provider, None, Event("message", "/usr/bin is a folder", ROOM, principal=OWNER)
+    )
 
     assert provider.seen[0]["messages"][-1].content == "/usr/bin is a folder"
 
@@ -75,9 +77,11 @@ async def test_a_server_prompt_runs_as_a_command_with_its_arguments(tmp_path: Pa
     provider = ScriptedProvider().say("reviewed")
 
     async with McpPool(settings.servers) as pool:
-        await process(settings, provider, pool, Event("message", "/kit:review app.py focus=style", ROOM))
-        missing = await process(settings, provider, pool, Event("message", "/kit:review", ROOM))
-        listed = await process(settings, provider, pool, Event("message", "/skills", ROOM))
+        await process(
+            settings, provider, pool, Event("message", "/kit:review app.py focus=style", ROOM, principal=OWNER)
+        )
+        missing = await process(settings, provider, pool, Event("message", "/kit:review", ROOM, principal=OWNER))
+        listed = await process(settings, provider, pool, Event("message", "/skills", ROOM, principal=OWNER))
 
     assert provider.seen[0]["messages"][-1].content == "Review app.py, looking for style."
     assert len(provider.seen) == 1  # neither the usage error nor /skills called the model
@@ -99,7 +103,7 @@ async def test_a_fork_skill_is_handed_to_the_spawn_server(tmp_path: Path):
     provider = ScriptedProvider()
 
     async with McpPool(settings.servers) as pool:
-        channel = await process(settings, provider, pool, Event("message", "/research tides", ROOM))
+        channel = await process(settings, provider, pool, Event("message", "/research tides", ROOM, principal=OWNER))
 
     assert provider.seen == []
     assert channel.sent[0].startswith("Started the skill research as a sub-agent (run ")
@@ -111,8 +115,8 @@ async def test_the_runtime_facts_say_what_the_channel_can_show(tmp_path: Path):
     agent = Agent(settings, provider, None, SessionStore(tmp_path / "sessions"))
     gateway = Gateway(agent, {"terminal": TerminalChannel(), "test": PhoneChannel()}, ask_timeout_s=1)
 
-    await gateway.process(Event("message", "hi", TERMINAL))
-    await gateway.process(Event("message", "hi", ROOM, session_key="room"))
+    await gateway.process(Event("message", "hi", TERMINAL, principal=OWNER))
+    await gateway.process(Event("message", "hi", ROOM, session_key="room", principal=OWNER))
 
     terminal, phone = provider.seen[0]["system"], provider.seen[1]["system"]
     assert "it shows a terminal: long output" in terminal and "tiny test screen" not in terminal
@@ -126,7 +130,7 @@ async def test_a_fork_skill_runs_in_the_conversation_when_no_spawn_server_is_the
     (folder / "SKILL.md").write_text("---\nname: research\ndescription: Dig.\ncontext: fork\n---\nDig into it.\n")
     provider = ScriptedProvider().say("dug")
 
-    channel = await process(settings, provider, None, Event("message", "/research tides", ROOM))
+    channel = await process(settings, provider, None, Event("message", "/research tides", ROOM, principal=OWNER))
 
     assert "Dig into it.\n\nArguments: tides" in provider.seen[0]["messages"][-1].content
     assert channel.sent == ["dug"]

@@ -13,7 +13,7 @@ import pytest
 from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
 from hermitcrab.host.errors import ContextOverflowError
-from hermitcrab.host.events import Event, Target
+from hermitcrab.host.events import OWNER, Event, Target
 from hermitcrab.host.flush import memory_tools
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.loop import run_turn
@@ -75,7 +75,7 @@ async def test_the_flush_runs_before_compaction_at_the_threshold_and_its_no_repl
     gateway = gateway_for(hermitcrab_home, provider, memory_pool, channel)
     fill(gateway, 10)
 
-    await gateway.process(Event("message", "what next?", ROOM))
+    await gateway.process(Event("message", "what next?", ROOM, principal=OWNER))
 
     assert [text for _, text in channel.sent] == ["Here is the answer."]
     assert provider.seen[0]["tools"] == ["memory_append"] and "NO_REPLY" in provider.seen[0]["messages"][-1].content
@@ -98,7 +98,7 @@ async def test_compact_and_overflow_recovery_flush_first(hermitcrab_home: Path, 
     gateway = gateway_for(hermitcrab_home, provider, memory_pool, channel)
     fill(gateway, 3)
 
-    said = await gateway.process(Event("message", "/compact", ROOM))
+    said = await gateway.process(Event("message", "/compact", ROOM, principal=OWNER))
 
     assert (said or "").startswith("Compacted")
     assert provider.seen[0]["tools"] == ["memory_append"] and not provider.seen[-1]["tools"]
@@ -119,7 +119,7 @@ async def test_compact_and_overflow_recovery_flush_first(hermitcrab_home: Path, 
     again = gateway_for(second, overflowing, memory_pool, channel)
     fill(again, 3)
 
-    assert await again.process(Event("message", "go", ROOM)) == "after the retry"
+    assert await again.process(Event("message", "go", ROOM, principal=OWNER)) == "after the retry"
     assert [r["tools"] == ["memory_append"] for r in overflowing.seen[:3]] == [True, True, False]
     assert "flushed on overflow" in daily_logs(hermitcrab_home)
 
@@ -159,9 +159,11 @@ async def test_new_saves_the_last_messages_where_the_memory_server_finds_them(
     channel = RecordingChannel()
     provider = ScriptedProvider().say("Booked: the ferry to Texel leaves at 09:40 from Den Helder.")
     gateway = gateway_for(hermitcrab_home, provider, memory_pool, channel)
-    await gateway.process(Event("message", "Please book the ferry to Texel for Saturday morning", ROOM))
+    await gateway.process(
+        Event("message", "Please book the ferry to Texel for Saturday morning", ROOM, principal=OWNER)
+    )
 
-    said = await gateway.process(Event("message", "/new", ROOM))
+    said = await gateway.process(Event("message", "/new", ROOM, principal=OWNER))
 
     saved = list((hermitcrab_home / "workspace" / "memory").glob("*-ferry-texel*.md"))
     assert len(saved) == 1 and saved[0].name in (said or "")

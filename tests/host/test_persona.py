@@ -31,7 +31,7 @@ def test_files_come_in_order_with_daily_logs_last(tmp_path: Path):
 def test_memory_is_private_to_the_main_session_and_bootstrap_ends_when_deleted(tmp_path: Path):
     ws = workspace(tmp_path, [n for n in BOOTSTRAP_ORDER if n != "BOOTSTRAP.md"])
 
-    names = [f.name for f in load_persona(ws, today=TODAY, main_session=False)]
+    names = [f.name for f in load_persona(ws, today=TODAY, private=False)]
 
     assert "MEMORY.md" not in names and "BOOTSTRAP.md" not in names
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermitcrab.host.events import ChatType, Event, Target
+from hermitcrab.host.events import OWNER, ChatType, Event, Target, person
 from hermitcrab.host.routing import DmScope, routed, session_key
 
 TARGET = Target("discord", "c-7", "u-1")
@@ -22,7 +22,16 @@ TARGET = Target("discord", "c-7", "u-1")
     ],
 )
 def test_session_keys_by_rule(chat: ChatType, scope: DmScope, key: str):
-    assert session_key(Event("message", "hi", TARGET, chat=chat), scope) == key
+    assert session_key(Event("message", "hi", TARGET, chat=chat, principal=OWNER), scope) == key
+
+
+@pytest.mark.parametrize(
+    ("scope", "key"), [("main", "dm:u-1"), ("per-peer", "dm:u-1"), ("per-channel-peer", "discord:dm:u-1")]
+)
+def test_nobody_but_the_owner_is_ever_routed_into_the_main_session(scope: DmScope, key: str):
+    friend = person("peer", "discord", "u-1", "alice")
+
+    assert session_key(Event("message", "hi", TARGET, chat="direct", principal=friend), scope) == key
 
 
 def test_a_channel_cannot_pick_the_session_of_a_chat_message():

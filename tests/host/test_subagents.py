@@ -14,11 +14,12 @@ import anyio
 from hermitcrab.host.agent import Agent
 from hermitcrab.host.commands import status
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
-from hermitcrab.host.events import Event, Target
+from hermitcrab.host.events import OWNER, Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.pool import McpPool, ServerEvent
 from hermitcrab.host.session import SessionStore
 from hermitcrab.host.triggers import relay_server_events
+from tests.support.fences import fenced
 from tests.support.scripted_provider import ScriptedProvider
 
 from .test_gateway import RecordingChannel
@@ -59,10 +60,10 @@ def spawn_call(call_id: str, cli: str, label: str) -> tuple[str, str, dict[str, 
 async def test_a_running_child_shows_in_its_sessions_prompt_and_status_and_nowhere_else(tmp_path: Path):
     provider = ScriptedProvider().call(spawn_call("c1", "slow", "research")).say("Started.").say("Still waiting.")
     async with host(tmp_path, provider, RecordingChannel()) as gateway:
-        await gateway.process(Event("message", "look into it", CHAT, session_key="chat-7"))
-        await gateway.process(Event("message", "and?", CHAT, session_key="chat-7"))
-        own = await status(gateway.agent, Event("message", "/status", CHAT, session_key="chat-7"))
-        other = await status(gateway.agent, Event("message", "/status", CHAT, session_key="main"))
+        await gateway.process(Event("message", "look into it", CHAT, session_key="chat-7", principal=OWNER))
+        await gateway.process(Event("message", "and?", CHAT, session_key="chat-7", principal=OWNER))
+        own = await status(gateway.agent, Event("message", "/status", CHAT, session_key="chat-7", principal=OWNER))
+        other = await status(gateway.agent, Event("message", "/status", CHAT, session_key="main", principal=OWNER))
 
     spawned = json.loads(provider.seen[1]["messages"][-1].content)
     assert spawned["status"] == "accepted"
@@ -77,7 +78,7 @@ async def test_a_finished_run_is_a_subagent_turn_in_its_parent_session_then_ackn
     provider = ScriptedProvider().call(spawn_call("c1", "echo", "lookup")).say("On it.").say("The lookup is done.")
     channel = RecordingChannel()
     async with host(tmp_path, provider, channel) as gateway:
-        await gateway.process(Event("message", "look it up", CHAT, session_key="chat-7"))
+        await gateway.process(Event("message", "look it up", CHAT, session_key="chat-7", principal=OWNER))
         with anyio.fail_after(10):
             while len(channel.sent) < 2:
                 await channel.next_message()
@@ -86,7 +87,10 @@ async def test_a_finished_run_is_a_subagent_turn_in_its_parent_session_then_ackn
         transcript = gateway.agent.session("chat-7").transcript.entries()
 
     announcement = provider.seen[2]["messages"][-1].content
-    assert announcement == '[event from spawn]\n[sub-agent lookup finished: ok] ["lookup task"]'
+    assert fenced(announcement) == (
+        "a sub-agent's result, set up by the owner in session 'chat-7'",
+        '[event from spawn]\n[sub-agent lookup finished: ok] ["lookup task"]',
+    )
     assert [text for _, text in channel.sent] == ["On it.", "The lookup is done."]
     assert [entry["kind"] for entry in transcript].count("event") == 1
 

@@ -18,6 +18,7 @@ from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.pool import McpPool, ServerEvent
 from hermitcrab.host.session import SessionStore
 from hermitcrab.host.triggers import relay_server_events
+from tests.support.fences import fenced
 from tests.support.scripted_provider import ScriptedProvider
 
 from .test_gateway import RecordingChannel
@@ -92,9 +93,9 @@ async def test_each_item_runs_as_its_own_turn_is_delivered_and_only_then_acknowl
 
     assert state == {"waiting": [], "acked": ["job-1:run-1", "job-2:run-1"]}
     assert [text for _, text in channel.sent] == ["Stretch now.", "Drink water."]
-    assert [s["messages"][-1].content for s in provider.seen] == [
-        "[event from kit]\nremind: stretch",
-        "[event from kit]\nremind: water",
+    assert [fenced(s["messages"][-1].content) for s in provider.seen] == [
+        ("an event from the kit server", "[event from kit]\nremind: stretch"),
+        ("an event from the kit server", "[event from kit]\nremind: water"),
     ]
     assert [e["event_id"] for e in transcript if e["kind"] == "event"] == ["job-1:run-1", "job-2:run-1"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import Settings
-from hermitcrab.host.events import Event, Target
+from hermitcrab.host.events import OWNER, Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.pool import McpPool
 from hermitcrab.host.providers import Provider
@@ -35,7 +35,7 @@ class AnsweringChannel:
     async def send(self, target: Target, text: str) -> None:
         self.sent.append(text)
         if self.trigger in text and self.gateway is not None:
-            await self.gateway.submit(Event("message", self.answer, target))
+            await self.gateway.submit(Event("message", self.answer, target, principal=OWNER))
 
     async def typing(self, target: Target) -> None:
         return None

@@ -16,7 +16,7 @@ import anyio
 
 from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
-from hermitcrab.host.events import Event, Target
+from hermitcrab.host.events import OWNER, Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.pool import McpPool, ServerEvent
 from hermitcrab.host.providers import Completion, Message, ToolCall, ToolSpec, Usage
@@ -92,7 +92,9 @@ async def sessions_at_once(home: Path, sessions: int, messages: int) -> LoadResu
         for number in range(messages):
             for session in range(sessions):
                 target = Target(channel.name, f"s{session}", f"user{session}")
-                await gateway.submit(Event("message", f"[load] s{session} m{number}", target, f"load-{session}"))
+                await gateway.submit(
+                    Event("message", f"[load] s{session} m{number}", target, f"load-{session}", principal=OWNER)
+                )
         with anyio.fail_after(30 + sessions * messages * 0.5):
             while sum(map(len, channel.replies.values())) < sessions * messages:
                 await anyio.sleep(0.01)
