@@ -28,6 +28,7 @@ from tests.support.fake_discord import (
     running_fake_discord,
 )
 from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
+from tests.support.fences import fenced
 
 from .conftest import CLI, TEST_SERVER, cli_env
 from .test_run import wait_for
@@ -37,7 +38,7 @@ CONFIG = f"""
 every_minutes = 0
 
 [discord]
-allow_from = ["{OWNER}"]
+owners = ["{OWNER}"]
 
 [discord.guilds."{GUILD_ID}"]
 require_mention = true
@@ -127,7 +128,8 @@ def test_an_unknown_dm_gets_only_a_pairing_code_and_approval_lets_the_user_in(
     assert first_reply(discord_api, second).content == "Nice to meet you."
     assert stop(host) == 0  # SIGTERM with Discord connected: a clean exit
     assert len(discord_api.replies_to(first)) == len(discord_api.replies_to(second)) == 1
-    assert user_texts(llm) == ["hello again"]
+    (said,) = user_texts(llm)
+    assert fenced(said) == (f"discord user {STRANGER} (user02), an approved friend, not the owner", "hello again")
 
 
 def test_a_guild_message_needs_a_mention_and_its_channel_and_threads_get_their_own_sessions(
