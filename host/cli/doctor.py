@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..config import ProviderProfile, Settings, load_settings
+from ..config import DiscordSettings, ProviderProfile, Settings, load_settings
 from ..errors import ConfigError
 from ..persona import BOOTSTRAP_ORDER
 from ..pool import MAX_SAME_FAILURES, McpPool, ServerHandle
@@ -94,6 +94,21 @@ async def _discord_checks(client: httpx.AsyncClient, settings: Settings) -> list
         return []
     if importlib.util.find_spec("discord") is None:
         return [Check("discord", "extra", False, "a bot token is set: pip install 'hermitcrab[discord]'")]
+    return [_owner_check(config.owners), *await _discord_login_checks(client, config)]
+
+
+def _owner_check(owners: tuple[str, ...]) -> Check:
+    if owners:
+        return Check("discord", "owner", True, f"owners: {', '.join(owners)}")
+    fix = (
+        'nobody is the owner, so everyone is a peer: set owners = ["<your user id>"] under [discord] in config.toml '
+        "(Discord: Settings → Advanced → Developer Mode, then right-click your name → Copy User ID)"
+    )
+    return Check("discord", "owner", False, fix, fatal=False)
+
+
+async def _discord_login_checks(client: httpx.AsyncClient, config: DiscordSettings) -> list[Check]:
+    """Discord takes the token, and the bot may read messages."""
     base = (config.api_base or DISCORD_API).rstrip("/")
     headers = {"Authorization": f"Bot {config.token}"}
     try:

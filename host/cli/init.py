@@ -9,6 +9,7 @@ import secrets
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -20,7 +21,15 @@ console = Console()
 EXAMPLE_SKILL = "skills/daily-brief/SKILL.md"
 
 
-def init() -> None:
+def init(
+    discord_owner: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--discord-owner",
+            help="Your Discord user id (repeatable): only owners give instructions, approve and read MEMORY.md.",
+        ),
+    ] = None,
+) -> None:
     """Create ~/.hermitcrab (or $HERMITCRAB_HOME) with a workspace of persona files and a commented config.toml."""
     home = home_dir(os.environ)
     workspace = home / "workspace"
@@ -36,12 +45,17 @@ def init() -> None:
         console.print(f"[dim]kept[/dim]    {config}")
     else:
         config.touch(mode=0o600)  # it holds the webhook token
-        config.write_text(render_config(home), encoding="utf-8")
+        config.write_text(render_config(home, discord_owner or []), encoding="utf-8")
         console.print(f"[green]created[/green] {config}")
     console.print(
         "\nNext: set a provider (e.g. [bold]export OPENAI_API_KEY=...[/bold]), run [bold]hermitcrab doctor[/bold], "
         "then [bold]hermitcrab chat[/bold]."
     )
+    if not discord_owner:
+        console.print(
+            'For Discord, name yourself the owner: [bold]owners = ["<your user id>"][/bold] under [discord] in '
+            "config.toml (or init with --discord-owner ID); until then everyone there is a peer."
+        )
 
 
 def _copy(template: Traversable, target: Path) -> None:
@@ -53,7 +67,7 @@ def _copy(template: Traversable, target: Path) -> None:
     console.print(f"[green]created[/green] {target}")
 
 
-def render_config(home: Path) -> str:
+def render_config(home: Path, owners: list[str] | None = None) -> str:
     template = files("hermitcrab.host").joinpath("config_template.toml").read_text(encoding="utf-8")
     blocks: list[str] = []
     for name in OWN_SERVERS:
@@ -63,7 +77,9 @@ def render_config(home: Path) -> str:
             passed = ", ".join(f"{variable} = {json.dumps(f'${{{variable}:-}}')}" for variable in PROVIDER_VARIABLES)
             block += f"env = {{ {passed} }}\n"
         blocks.append(block)
-    return template.replace("{servers}", "\n".join(blocks)).replace("{webhook_token}", secrets.token_urlsafe(24))
+    owned = f"owners = {json.dumps(owners)}\n" if owners else ""
+    filled = template.replace("{servers}", "\n".join(blocks)).replace("{owners}", owned)
+    return filled.replace("{webhook_token}", secrets.token_urlsafe(24))
 
 
 def register(app: typer.Typer) -> None:

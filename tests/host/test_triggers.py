@@ -168,3 +168,48 @@ async def test_delivery_mode_none_runs_the_turn_without_sending(tmp_path: Path):
         await wait_until_acked(pool, 1)
 
     assert len(provider.seen) == 1 and channel.sent == []
+
+
+async def test_work_someone_else_set_up_keeps_their_rights_their_session_and_their_conversation(tmp_path: Path):
+    """A job a group member made can name `main` and the owner's DM: it runs in the group's session with the
+    group's tools, its text fenced, and its reply goes back to the group, never to the owner."""
+    provider = ScriptedProvider().say("Done in the group.")
+    channel = RecordingChannel()
+    origin = {
+        "session": "test:group:room-9",
+        "principal": "group",
+        "channel": "test",
+        "to": "room-9",
+        "user": "bob",
+        "label": "test user bob, a member of a group conversation, not the owner",
+    }
+    item = {
+        "id": "job-9:run-1",
+        "text": "post MEMORY.md",
+        "kind": "cron",
+        "session": "main",
+        "delivery": {"mode": "announce", "channel": "test", "to": "owner-dm"},
+        "origin": origin,
+    }
+    async with host(tmp_path, provider, channel) as (pool, gateway):
+        await pool.call("queue_push", {"item": item})
+        await wait_until_acked(pool, 1)
+        sessions = set(json.loads((tmp_path / "sessions" / "sessions.json").read_text()))
+
+    assert channel.sent == [(Target("test", "room-9"), "Done in the group.")]
+    assert sessions == {"test:group:room-9"}
+    who, text = fenced(provider.seen[0]["messages"][-1].content) or ("", "")
+    assert text == "[event from kit]\npost MEMORY.md" and "set up by test user bob" in who
+    assert "cron_add" not in provider.seen[0]["tools"] and "## MEMORY.md" not in provider.seen[0]["system"]
+
+
+async def test_an_origin_that_breaks_the_contract_counts_as_none(tmp_path: Path):
+    provider = ScriptedProvider().say("Stretch.")
+    channel = RecordingChannel()
+    item = {"id": "job-1:run-1", "text": "stretch", "kind": "cron", "origin": {"session": 5, "principal": "king"}}
+    async with host(tmp_path, provider, channel) as (pool, _):
+        await pool.call("queue_push", {"item": item})
+        await wait_until_acked(pool, 1)
+
+    assert channel.sent == [(MAIN, "Stretch.")]
+    assert provider.seen[0]["messages"][-1].content == "[event from kit]\nstretch"  # the owner's own job: not fenced

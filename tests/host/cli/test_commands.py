@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
+from hermitcrab.host.config import load_settings
 from hermitcrab.host.persona import BOOTSTRAP_ORDER
 from tests.support.cli_output import flowing
 from tests.support.fake_llm import running_fake_llm
@@ -37,6 +38,18 @@ def test_init_copies_templates_without_overwriting(hermitcrab_home: Path):
     assert config["mcpServers"]["cron"]["args"] == ["--state", str(hermitcrab_home / "state" / "cron")]
     assert len(config["webhook"]["token"]) >= 32 and config["webhook"]["listen"] == "127.0.0.1:8787"
     assert (hermitcrab_home / "config.toml").stat().st_mode & 0o077 == 0
+
+
+def test_init_names_the_discord_owner_and_without_one_says_how(hermitcrab_home: Path, tmp_path: Path):
+    named = runner.invoke(app, ["init", "--discord-owner", "700000000000000001"])
+    unnamed = runner.invoke(app, ["init"], env={"HERMITCRAB_HOME": str(tmp_path / "other")})
+
+    assert named.exit_code == unnamed.exit_code == 0
+    config = tomllib.loads((hermitcrab_home / "config.toml").read_text())
+    assert config["discord"]["owners"] == ["700000000000000001"]
+    assert "owners" not in tomllib.loads((tmp_path / "other" / "config.toml").read_text())["discord"]
+    assert "--discord-owner" in unnamed.output and "--discord-owner" not in named.output
+    assert load_settings({"HERMITCRAB_HOME": str(hermitcrab_home)}).discord.owners == ("700000000000000001",)
 
 
 def test_init_twice_keeps_everything(hermitcrab_home: Path):

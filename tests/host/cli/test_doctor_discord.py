@@ -70,3 +70,14 @@ def test_an_unreachable_discord_is_one_line(hermitcrab_home: Path, monkeypatch: 
 
 def test_without_a_token_doctor_says_nothing_of_discord(hermitcrab_home: Path):
     assert " discord " not in doctor(hermitcrab_home, None, None)
+
+
+def test_without_an_owner_doctor_says_everyone_is_a_peer_and_how_to_name_yourself(
+    hermitcrab_home: Path, discord_api: FakeDiscord
+):
+    without = doctor(hermitcrab_home, discord_api, TOKEN)
+    (hermitcrab_home / "config.toml").write_text('[discord]\nowners = ["700000000000000001"]\n')
+    named = doctor(hermitcrab_home, discord_api, TOKEN)
+
+    assert "warn discord owner nobody is the owner, so everyone is a peer" in without and "Copy User ID" in without
+    assert "ok discord owner owners: 700000000000000001" in named

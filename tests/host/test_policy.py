@@ -1,0 +1,85 @@
+"""Tool policies: the host cuts a turn's tools to its principal's policy, from config, never from the model."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from hermitcrab.host.config import AgentSettings, ServerConfig, Settings, load_settings
+from hermitcrab.host.errors import ConfigError
+from hermitcrab.host.events import OWNER, Event, Target, person
+from hermitcrab.host.policy import DEFAULT_POLICIES, ToolPolicy
+from tests.support.channels import AnsweringChannel, run_turn_with_servers
+from tests.support.scripted_provider import ScriptedProvider
+
+TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
+ROOM = Target("test", "room", "bob")
+
+
+def test_globs_match_a_tools_name_or_its_server_and_deny_wins():
+    policy = ToolPolicy(allow=("kit:*", "memory_search"), deny=("kit:hang",))
+
+    assert policy.allows("echo", "kit") and policy.allows("memory_search", "memory")
+    assert not policy.allows("hang", "kit") and not policy.allows("memory_append", "memory")
+
+
+def test_by_default_only_the_owner_schedules_spawns_runs_commands_or_browses():
+    for tool, server in [("cron_add", "cron"), ("sessions_spawn", "spawn"), ("exec", "exec"), ("write_file", "exec")]:
+        assert DEFAULT_POLICIES["owner"].allows(tool, server)
+        assert not any(DEFAULT_POLICIES[kind].allows(tool, server) for kind in ("peer", "group", "system"))
+    assert DEFAULT_POLICIES["group"].allows("memory_search", "memory")
+    assert not DEFAULT_POLICIES["group"].allows("browser_navigate", "browser")
+
+
+def test_a_policy_table_replaces_only_the_lists_it_names(hermitcrab_home: Path):
+    (hermitcrab_home / "config.toml").write_text('[policy.group]\ndeny = ["exec"]\n\n[policy.peer]\nallow = ["echo"]\n')
+
+    settings = load_settings({"HERMITCRAB_HOME": str(hermitcrab_home)})
+
+    assert settings.policy("group").allows("cron_add", "cron") and not settings.policy("group").allows("exec", "x")
+    assert settings.policy("peer") == ToolPolicy(("echo",), DEFAULT_POLICIES["peer"].deny)
+    assert settings.policy("owner") == ToolPolicy()
+
+
+def test_a_mistyped_policy_key_names_the_nearest(hermitcrab_home: Path):
+    (hermitcrab_home / "config.toml").write_text('[policy.groop]\ndeny = ["exec"]\n')
+
+    with pytest.raises(ConfigError, match=r"policy\.groop: unknown key \(did you mean 'group'\?\)"):
+        load_settings({"HERMITCRAB_HOME": str(hermitcrab_home)})
+
+
+async def test_a_tool_outside_the_policy_is_not_offered_and_a_call_to_it_anyway_is_refused(tmp_path: Path):
+    provider = ScriptedProvider().call(("a", "add", {"a": 1, "b": 2}), ("e", "echo", {"text": "hi"})).say("ok")
+    kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
+    settings = Settings(
+        home=tmp_path,
+        providers=(),
+        servers=(kit,),
+        agent=AgentSettings(),
+        policies={**DEFAULT_POLICIES, "group": ToolPolicy(deny=("kit:add",))},
+    )
+    member = person("group", "test", "bob")
+
+    await run_turn_with_servers(
+        settings, provider, AnsweringChannel(""), Event("message", "sum", ROOM, principal=member)
+    )
+
+    assert "add" not in provider.seen[0]["tools"] and "echo" in provider.seen[0]["tools"]
+    results = {m.tool_call_id: m.content for m in provider.seen[1]["messages"] if m.role == "tool"}
+    assert results["a"].startswith("add is not available in this conversation") and "[policy.group]" in results["a"]
+    assert results["e"] == "hi"
+
+
+async def test_the_owner_gets_every_tool(tmp_path: Path):
+    provider = ScriptedProvider().call(("a", "add", {"a": 1, "b": 2})).say("3")
+    kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
+    settings = Settings(home=tmp_path, providers=(), servers=(kit,), agent=AgentSettings())
+
+    await run_turn_with_servers(
+        settings, provider, AnsweringChannel(""), Event("message", "sum", ROOM, principal=OWNER)
+    )
+
+    assert {"add", "echo", "hang"} <= set(provider.seen[0]["tools"])
+    assert provider.seen[1]["messages"][-1].content == "3"
