@@ -1,4 +1,4 @@
-"""A small MCP server for host tests: echo, add, a tool that hangs, its own pid, event publishers (plain text,
+"""A small MCP server for host tests: echo, hearsay (marked as others' text), add, a tool that hangs, its own pid, event publishers (plain text,
 and a queue following the server-event contract), and a prompt with arguments."""
 
 from __future__ import annotations
@@ -55,6 +55,13 @@ def build_server(name: str = "testkit", queue_file: Path | None = None) -> MCPSe
     def echo(text: str) -> str:
         """Return the text unchanged."""
         return text
+
+    @server.tool()
+    def hearsay(text: str) -> types.CallToolResult:
+        """Return the text marked as someone else's (`hermitcrab/untrusted-content`), as a web page's would be."""
+        result = types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+        result.meta = {"hermitcrab/untrusted-content": True}
+        return result
 
     @server.tool()
     def add(a: int, b: int) -> int:
