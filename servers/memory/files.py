@@ -21,6 +21,7 @@ from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
 
 EVERGREEN = ("MEMORY.md", "USER.md")
 MEMORY_DIR = "memory"
+LINKED = "it has other hard links, so it may be another file under this name"
 REPEAT_WINDOW_S = 600  # an identical append within this long is taken as a retry, not a new note
 _DATED = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _MAX_BYTES = 2_000_000
@@ -33,6 +34,10 @@ _BINARY_UNDECODED = 0.3
 
 class UnreadableFile(ValueError):
     """The file is not a regular file, binary, too large or vanished while being read."""
+
+
+class HardLinked(ValueError):
+    """The file has other names (hard links), so it may be a private file reached through a shared path."""
 
 
 @dataclass(frozen=True)
@@ -126,16 +131,19 @@ def _scan(folder: Path, roots: MemoryRoots, found: dict[str, FileStat]) -> None:
         _scan(subfolder, roots, found)
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, single_link: bool = False) -> str:
     """The file's text with bytes that are not text (NUL, invalid UTF-8) shown as U+FFFD; UnreadableFile for
     anything but a regular file, a binary file or one over 2 MB. Never blocks (a FIFO is refused, not opened
-    for reading)."""
+    for reading). `single_link` raises HardLinked for a file with other hard links, checked on the open file."""
     try:
         fd = open_regular(path, os.O_RDONLY)
     except NotRegularFile as exc:
         raise UnreadableFile(str(exc)) from exc
     except OSError as exc:
         raise UnreadableFile(f"cannot read: {exc.strerror or exc}") from exc
+    if single_link and _linked(fd):
+        os.close(fd)
+        raise HardLinked(LINKED)
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(_MAX_BYTES + 1)
     if len(data) > _MAX_BYTES:
@@ -168,13 +176,14 @@ def file_date(rel: str) -> dt.date | None:
         return None
 
 
-def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path) -> Written:
+def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path, single_link: bool = False) -> Written:
     """Append `text` (under `heading`, if given) to the regular file `path`, durably (fsync) before returning.
 
     A lock file serialises writers across processes, and the file is only ever appended to in one write,
     so two clients appending at once both land and nothing is truncated. The same text appended to the same
     file again within REPEAT_WINDOW_S, while still there, is a retry: nothing is written and `repeated` is set.
-    Raises NotRegularFile for a FIFO, device or other special file, and OSError when the write fails.
+    Raises NotRegularFile for a FIFO, device or other special file, HardLinked (with `single_link`) for a file
+    with other hard links, and OSError when the write fails.
     """
     body = text.strip("\n")
     lock_dir.mkdir(parents=True, exist_ok=True)
@@ -184,6 +193,8 @@ def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path) -> 
         created = not path.exists()
         fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
+            if single_link and _linked(fd):
+                raise HardLinked(LINKED)
             existing = _read_all(fd)
             now = time.time()
             recent = {k: v for k, v in _read_recent(recent_path).items() if now - float(v["at"]) < REPEAT_WINDOW_S}
@@ -205,6 +216,10 @@ def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path) -> 
         recent[key] = {"at": now, "start": written.start, "end": written.end}
         atomic_write_json(recent_path, recent)
     return written
+
+
+def _linked(fd: int) -> bool:
+    return os.fstat(fd).st_nlink > 1
 
 
 def _read_all(fd: int) -> bytes:

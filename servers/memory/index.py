@@ -250,14 +250,24 @@ class MemoryIndex:
     # -- searching -------------------------------------------------------------------------------------------
 
     def search(
-        self, query: str, limit: int, min_score: float = 0.0, today: dt.date | None = None
+        self,
+        query: str,
+        limit: int,
+        min_score: float = 0.0,
+        today: dt.date | None = None,
+        visible: Callable[[str], bool] | None = None,
     ) -> list[dict[str, object]]:
-        """Up to `limit` result windows for `query`, best first, each as the dict `memory_search` returns."""
+        """Up to `limit` result windows for `query`, best first, each as the dict `memory_search` returns.
+
+        `visible` keeps only the files it accepts (for a caller who may not see them all). They are dropped after
+        scoring and before the windows are chosen, so `limit` and the character budget count only what is shown."""
         signals = self.signals(query)
         candidates, scores = self.candidates(signals)
         decayed = scores * self._decay(today or dt.date.today())[np.asarray(candidates, dtype=np.intp)]
         best_first: list[int] = np.argsort(-decayed, kind="stable").tolist()
         ranked = [(*self._order[candidates[j]], float(decayed[j])) for j in best_first]
+        if visible is not None:
+            ranked = [entry for entry in ranked if visible(entry[0])]
         results: list[Result] = select(ranked, self._chunks, self._dates, limit, self.settings)
         return [
             result.as_dict(self._chunks[result.path], self.settings.neighbour_chars, signals.term_weights)
