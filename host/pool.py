@@ -156,9 +156,8 @@ class ServerHandle:
         so a server can tell which conversation a call came from (spawn announces a sub-agent's end there), and
         `caller` adds who the turn acts for (`hermitcrab/principal`, `hermitcrab/origin`)."""
         timeout = self.config.timeout_s
-        meta: types.RequestParamsMeta | None = {SESSION_META: session} if session is not None else None
-        if caller:
-            meta = {**(meta or {}), **caller}
+        entries = {**({SESSION_META: session} if session is not None else {}), **(caller or {})}
+        meta: types.RequestParamsMeta | None = types.RequestParamsMeta(**entries) if entries else None
         with call_clock(timeout):
             client = await self._connected()
             try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
@@ -25,12 +26,14 @@ from discord.asset import Asset
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from hermitcrab.channels.pairing import Issued, Refused
 from hermitcrab.host.events import ChatType, Event, Target
 
 from .access import Access, Where
 from .attachments import describe
 from .delivery import DeliveryFailed, Outbox
 from .prompt import ChoiceButtons
+from .welcome import announce_approvals, tell_owners
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +106,7 @@ class DiscordChannel:
             await self._login()
             async with anyio.create_task_group() as group:
                 self._group = group
+                group.start_soon(announce_approvals, self.client, self.access.pairing, self.name)
                 while True:
                     try:
                         await self.client.connect(reconnect=True)
@@ -149,7 +153,8 @@ class DiscordChannel:
         self._stop_typing(target.conversation)
 
     async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
-        """Show the question (with a button per choice) and wait for the asked user; a typed answer is the host's."""
+        """Show the question (with a button per choice) and wait for the asked user (an owner, when the question is
+        nobody's in particular: a cron job's or a webhook's approval); a typed answer is the host's."""
         key = (target.conversation, target.user)
         target = replace(target, reply_to=None)  # the reply to the message comes later, once
         self._asking[key] = self._asking.get(key, 0) + 1
@@ -158,7 +163,7 @@ class DiscordChannel:
                 await self._post(target, question)
                 await anyio.sleep_forever()
                 return None
-            buttons = ChoiceButtons(question, choices, target.user)
+            buttons = ChoiceButtons(question, choices, target.user, self.access.owners)
             message = await self._post(target, question, buttons)
             try:
                 await buttons.answered.wait()
@@ -196,7 +201,8 @@ class DiscordChannel:
         text = "\n\n".join(part for part in (text, extra) if part)
         if text:
             target = Target(self.name, conversation, user, reply_to=str(message.id))
-            await self._submit(Event("message", text, target, chat=chat))
+            principal = self.access.principal(user, chat, message.author.name)
+            await self._submit(Event("message", text, target, chat=chat, principal=principal))
 
     async def on_command(self, interaction: discord.Interaction, name: str) -> None:
         """An application command: the same access rules as a message (no mention needed), then `/name`."""
@@ -208,7 +214,8 @@ class DiscordChannel:
             return
         await interaction.response.defer(thinking=True)
         target = Target(self.name, str(interaction.channel_id), user, reply_to=self.outbox.defer(interaction))
-        await self._submit(Event("message", f"/{name}", target, chat=chat))
+        principal = self.access.principal(user, chat, interaction.user.name)
+        await self._submit(Event("message", f"/{name}", target, chat=chat, principal=principal))
 
     async def _admit(
         self, where: Where, user: str, addressed: bool, message: discord.Message | None
@@ -225,15 +232,21 @@ class DiscordChannel:
         return "thread" if where.parent else "group"
 
     async def _pair(self, message: discord.Message) -> None:
-        request = self.access.pairing.request(self.name, str(message.author.id), message.author.name)
-        if request is None:
-            logger.warning("pairing: too many codes waiting; ignored a DM from %s", message.author.id)
+        """A stranger's DM: their code (the owners hear of a new one), or nothing while they are denied or waiting
+        out the pause after their last code."""
+        user = str(message.author.id)
+        outcome = self.access.pairing.request(self.name, user, message.author.name)
+        if isinstance(outcome, Refused):
+            left_min = (outcome.until - time.time()) / 60
+            logger.info("pairing: ignored a DM from %s (%s, %.0f min to go)", user, outcome.reason, left_min)
             return
-        target = Target(self.name, str(message.channel.id), str(message.author.id), reply_to=str(message.id))
+        target = Target(self.name, str(message.channel.id), user, reply_to=str(message.id))
         try:
-            await self._post(target, PAIRING_TEXT.format(code=request.code))
+            await self._post(target, PAIRING_TEXT.format(code=outcome.request.code))
         except DeliveryFailed:
-            logger.warning("could not send a pairing code to %s", message.author.id)
+            logger.warning("could not send a pairing code to %s", user)
+        if isinstance(outcome, Issued):
+            await tell_owners(self.client, self.access.owners, outcome)
 
     async def _post(self, target: Target, text: str, view: discord.ui.View | None = None) -> discord.Message | None:
         self._stop_typing(target.conversation)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hermitcrab.channels.discord.access import Access, DmPolicy, Where
-from hermitcrab.channels.pairing import PairingStore
+from hermitcrab.channels.pairing import Issued, PairingStore
 from hermitcrab.host.config import DiscordChannelRule, DiscordGuildRule
 
 GUILDS = {
@@ -41,9 +41,9 @@ def test_dm_policies(tmp_path: Path, policy: DmPolicy, owner: str, stranger: str
 
 def test_a_paired_user_is_answered(tmp_path: Path):
     rules = access(tmp_path)
-    request = rules.pairing.request("discord", "bob", "bob")
-    assert request is not None
-    rules.pairing.approve(request.code)
+    outcome = rules.pairing.request("discord", "bob", "bob")
+    assert isinstance(outcome, Issued)
+    rules.pairing.approve(outcome.request.code)
 
     assert rules.direct("bob") == "answer"
 

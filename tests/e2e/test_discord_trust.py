@@ -86,8 +86,10 @@ require_mention = true
             "kit": {"command": sys.executable, "args": [str(TEST_SERVER), "--name", "kit"]},
             "memory": {
                 "command": sys.executable,
-                "args": ["-m", "hermitcrab.servers.memory", "--workspace", str(workspace)]
-                + ["--state", str(state / "memory"), "--embedder", "none"],
+                "args": [
+                    *("-m", "hermitcrab.servers.memory", "--workspace", str(workspace)),
+                    *("--state", str(state / "memory"), "--embedder", "none"),
+                ],
             },
             "cron": {
                 "command": sys.executable,

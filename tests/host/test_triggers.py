@@ -191,7 +191,7 @@ async def test_work_someone_else_set_up_keeps_their_rights_their_session_and_the
         "delivery": {"mode": "announce", "channel": "test", "to": "owner-dm"},
         "origin": origin,
     }
-    async with host(tmp_path, provider, channel) as (pool, gateway):
+    async with host(tmp_path, provider, channel) as (pool, _):
         await pool.call("queue_push", {"item": item})
         await wait_until_acked(pool, 1)
         sessions = set(json.loads((tmp_path / "sessions" / "sessions.json").read_text()))

@@ -3,9 +3,9 @@ makes.
 
 Gateway: HELLO, IDENTIFY → READY (with this server's own `resume_gateway_url`) and GUILD_CREATE, heartbeats and
 their ACKs, RESUME (the dispatches the client missed are replayed, then RESUMED), MESSAGE_CREATE and
-INTERACTION_CREATE from the test. REST: the login calls, slash command registration, messages (sent, edited,
-with replies and buttons), typing, interaction callbacks and follow-ups, attachment downloads. A test can make the
-next sends fail with a status (`fail_sends`) and drop the gateway connection (`drop`).
+INTERACTION_CREATE from the test. REST: the login calls, slash command registration, opening a DM, messages
+(sent, edited, with replies and buttons), typing, interaction callbacks and follow-ups, attachment downloads. A test
+can make the next sends fail with a status (`fail_sends`) and drop the gateway connection (`drop`).
 
 It runs on its own event loop in a thread; the test talks to it through plain methods.
 """
@@ -249,6 +249,7 @@ class FakeDiscord:
                 web.get(f"{API}/users/@me", self._me),
                 web.get(f"{API}/oauth2/applications/@me", self._application),
                 web.put(f"{API}/applications/{{app}}/commands", self._commands),
+                web.post(f"{API}/users/@me/channels", self._open_dm),
                 web.post(f"{API}/channels/{{channel}}/messages", self._send),
                 web.patch(f"{API}/channels/{{channel}}/messages/{{message}}", self._edit),
                 web.post(f"{API}/channels/{{channel}}/typing", self._typing),
@@ -279,6 +280,11 @@ class FakeDiscord:
             for c in await request.json()
         ]
         return _json(self.commands)
+
+    async def _open_dm(self, request: web.Request) -> web.Response:
+        """The bot opens a DM with a user (to write first): the same channel that user's own DMs arrive in."""
+        user = str((await request.json())["recipient_id"])
+        return _json({"id": self.dm_channel(user), "type": 1, "recipients": [_user(user)], "last_message_id": None})
 
     async def _send(self, request: web.Request) -> web.Response:
         if self._failures:

@@ -1,5 +1,5 @@
-"""A small MCP server for host tests: echo, hearsay (marked as others' text), add, a tool that hangs, its own pid, event publishers (plain text,
-and a queue following the server-event contract), and a prompt with arguments."""
+"""A small MCP server for host tests: echo, hearsay (marked as others' text), add, a tool that hangs, its own pid,
+event publishers (plain text, and a queue following the server-event contract), and a prompt with arguments."""
 
 from __future__ import annotations
 
