@@ -21,9 +21,7 @@ _DANGER = frozenset({"deny", "no", "decline", "cancel", "reject"})
 class ChoiceButtons(discord.ui.View):
     """One button per choice; `answer` is set once the asked user pressed one."""
 
-    def __init__(
-        self, question: str, choices: Sequence[str], asked: str | None, owners: Collection[str] = ()
-    ) -> None:
+    def __init__(self, question: str, choices: Sequence[str], asked: str | None, owners: Collection[str] = ()) -> None:
         super().__init__(timeout=None)
         self.question = question
         self.asked = asked
