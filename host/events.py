@@ -86,6 +86,9 @@ class Event:
     deliver: bool = True
     principal: Principal = field(default_factory=lambda: system("an unnamed source"))
     """Who the event comes from; a channel that says nothing gets no rights at all."""
+    inbound_id: str | None = None
+    """The channel's own id of the message (`discord:<message id>`): `hermitcrab run` records the message under it
+    before its turn and answers it exactly once, across crashes and restarts (`inbox.py`)."""
     on_done: OnDone | None = field(default=None, compare=False, repr=False)
     """Called with True once the event's turn finished and its reply was delivered (or it had been handled before),
     the moment a server's queue item may be acknowledged; with False when the turn failed."""

@@ -202,7 +202,8 @@ class DiscordChannel:
         if text:
             target = Target(self.name, conversation, user, reply_to=str(message.id))
             principal = self.access.principal(user, chat, message.author.name)
-            await self._submit(Event("message", text, target, chat=chat, principal=principal))
+            inbound = f"{self.name}:{message.id}"
+            await self._submit(Event("message", text, target, chat=chat, principal=principal, inbound_id=inbound))
 
     async def on_command(self, interaction: discord.Interaction, name: str) -> None:
         """An application command: the same access rules as a message (no mention needed), then `/name`."""
