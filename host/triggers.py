@@ -83,16 +83,19 @@ def session_for(server: str, item: Item, origin: Origin | None = None) -> str:
     return key
 
 
-def origin_of(item: Item) -> Origin | None:
-    """The origin the server handed back with the item (`origin.py`); a malformed one counts as none."""
+def origin_of(server: str, item: Item) -> Origin | None:
+    """The origin the server handed back with the item (`origin.py`); None when it recorded none. One that breaks
+    the contract gets the fewest rights: a session of its own, no conversation to deliver to."""
     given = (item.model_extra or {}).get("origin")
     if given is None:
         return None
     try:
         return Origin.model_validate(given)
     except ValidationError:
-        logger.warning("item %s has an origin that breaks the contract; taken as no origin", item.id)
-        return None
+        logger.warning("item %s has an origin that breaks the contract; it runs with no rights", item.id)
+        return Origin(
+            session=f"isolated-{server}-{item.id}", principal="system", label="someone the server did not name"
+        )
 
 
 def principal_of(server: str, item: Item, origin: Origin | None) -> Principal:
@@ -143,7 +146,7 @@ class Relay:
         if key in self._in_flight:
             return
         self._in_flight.add(key)
-        origin = origin_of(item)
+        origin = origin_of(event.server, item)
         target = self._target(item, origin)
 
         async def done(handled: bool) -> None:

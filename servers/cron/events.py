@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hermitcrab.servers._common.origin import Origin
+
 from .jobs import Job, Session
 from .schedule import zone
 
@@ -26,6 +28,9 @@ class Item(BaseModel):
     job_id: str | None
     fired_at: datetime
     scheduled_at: datetime | None = None
+    origin: Origin | None = Field(
+        default=None, description="The conversation the job (or cron_wake) came from, as the host gave it; else null."
+    )
 
 
 def run_id(moment: datetime, manual: bool = False) -> str:
@@ -50,10 +55,11 @@ def job_item(job: Job, scheduled_at: datetime, fired_at: datetime, manual: bool)
         job_id=job.id,
         fired_at=fired_at,
         scheduled_at=scheduled_at,
+        origin=job.origin,
     )
 
 
-def wake_item(text: str, now: datetime) -> Item:
+def wake_item(text: str, now: datetime, origin: Origin | None = None) -> Item:
     return Item(
         id=f"wake:{run_id(now)}-{secrets.token_hex(2)}",
         text=text,
@@ -61,6 +67,7 @@ def wake_item(text: str, now: datetime) -> Item:
         delivery={"mode": "announce"},
         job_id=None,
         fired_at=now,
+        origin=origin,
     )
 
 

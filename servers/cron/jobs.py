@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 from apscheduler.triggers.base import BaseTrigger
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from hermitcrab.servers._common.origin import Origin
+
 from .schedule import cron_trigger, date_trigger, interval_trigger, zone
 
 MAX_TEXT_CHARS = 20_000
@@ -178,6 +180,9 @@ class Job(JobSpec):
     since: datetime = Field(description="When the current schedule was set: runs before it are never owed.")
     cursor: datetime | None = Field(default=None, description="The scheduled time of the last tick handled.")
     last_run: LastRun | None = None
+    origin: Origin | None = Field(
+        default=None, description="The conversation that made the job, as the host described it; never patched."
+    )
 
     def trigger(self) -> BaseTrigger:
         return self.schedule.trigger(self.since)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import heapq
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +46,21 @@ class RunLog:
         self._lines[job_id] = count
 
     def read(self, job_id: str | None, limit: int) -> list[dict[str, Any]]:
-        """The newest `limit` records, newest first, of one job or of all."""
+        """The newest `limit` records, newest first, of one job or of all (removed jobs' too)."""
         paths = [self._path(job_id)] if job_id is not None else sorted(self.directory.glob("*.jsonl"))
-        newest = (list(read_jsonl(path))[-limit:] for path in paths)
-        return heapq.nlargest(limit, (record for records in newest for record in records), key=_when)
+        return _newest(paths, limit)
+
+    def read_jobs(self, job_ids: Iterable[str], limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` records, newest first, of these jobs."""
+        return _newest([self._path(job_id) for job_id in job_ids], limit)
 
     def _path(self, job_id: str) -> Path:
         return self.directory / f"{job_id}.jsonl"
+
+
+def _newest(paths: list[Path], limit: int) -> list[dict[str, Any]]:
+    newest = (list(read_jsonl(path))[-limit:] for path in paths)
+    return heapq.nlargest(limit, (record for records in newest for record in records), key=_when)
 
 
 def _when(record: dict[str, Any]) -> str:

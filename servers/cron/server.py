@@ -8,18 +8,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, ValidationError
 
 from hermitcrab.servers._common.arguments import describe_invalid
 from hermitcrab.servers._common.notifier import Notifier
+from hermitcrab.servers._common.origin import Caller, Origin, caller
 from hermitcrab.servers._common.server import GuardedServer
 
 from . import webhook
 from .engine import Engine, Tick, next_run
 from .events import EVENTS_URI, Item, render, wake_item
-from .jobs import MAX_TEXT_CHARS, Job, JobPatch, JobSpec, LastRun, Schedule, Session, check_future, new_id
+from .jobs import MAX_TEXT_CHARS, Delivery, Job, JobPatch, JobSpec, LastRun, Schedule, Session, check_future, new_id
 from .runs import RunLog
 from .store import State, Store
 
@@ -45,6 +46,7 @@ class JobView(BaseModel):
     next_run: str | None = Field(description="ISO 8601 in the job's own time zone; null when it will not run again.")
     next_run_in_words: str | None = Field(description='E.g. "in 3 hours, Tue 09:00 Europe/Berlin".')
     last_run: LastRun | None
+    origin: Origin | None = Field(description="The conversation that made the job, when the host said.")
 
 
 class JobList(BaseModel):
@@ -117,12 +119,14 @@ def build_server(
             next_run=moment.isoformat() if moment else None,
             next_run_in_words=words,
             last_run=job.last_run,
+            origin=job.origin,
         )
 
     @server.tool()
-    async def cron_status() -> Status:
+    async def cron_status(ctx: Context) -> Status:
         """Whether this server fires jobs or stands by, how many jobs and unacknowledged items there are."""
         current = await engine.current()
+        jobs = visible(current, caller_of(ctx))
         now = datetime.now(UTC)
         if engine.firing:
             detail = "this process holds the scheduler lock and fires the jobs"
@@ -131,14 +135,14 @@ def build_server(
                 f"another hermitcrab-cron process (pid {engine.lock.owner() or 'unknown'}) fires the jobs of this "
                 "store; this one serves reads and edits without firing and takes over when that one exits"
             )
-        upcoming = [(moment, job) for job in current.jobs.values() if (moment := next_run(job))]
+        upcoming = [(moment, job) for job in jobs if (moment := next_run(job))]
         soonest = min(upcoming, key=lambda pair: pair[0], default=None)
         return Status(
             role="scheduler" if engine.firing else "standby",
             detail=detail,
             state_dir=str(store.directory),
-            jobs=len(current.jobs),
-            enabled_jobs=sum(job.enabled for job in current.jobs.values()),
+            jobs=len(jobs),
+            enabled_jobs=sum(job.enabled for job in jobs),
             pending_events=len(current.events),
             pending_webhooks=len(current.outbox),
             next_run=f"{soonest[1].name}: {engine.next_in_words(soonest[1], now)[1]}" if soonest else None,
@@ -148,63 +152,69 @@ def build_server(
 
     @server.tool()
     async def cron_list(
+        ctx: Context,
         include_disabled: Annotated[bool, Field(description="Also list disabled jobs (and fired one-shots).")] = False,
     ) -> JobList:
         """The jobs, soonest first, each with its next run in its own time zone and in words."""
         current = await engine.current()
         now = datetime.now(UTC)
-        jobs = [view(job, now) for job in current.jobs.values() if job.enabled or include_disabled]
+        jobs = [view(job, now) for job in visible(current, caller_of(ctx)) if job.enabled or include_disabled]
         jobs.sort(key=lambda job: (job.next_run is None, job.next_run or "", job.name))
         return JobList(jobs=jobs)
 
     @server.tool()
-    async def cron_add(job: JobSpec) -> JobView:
+    async def cron_add(ctx: Context, job: JobSpec) -> JobView:
         """Add a job. Examples of `schedule`: {"kind": "at", "at": "2026-12-01T09:00:00+01:00"},
         {"kind": "every", "every_seconds": 1800}, {"kind": "cron", "expr": "0 9 * * 1-5", "tz": "Europe/Berlin"}.
         `payload` {"kind": "system_event", "text": ...} goes to the main session; {"kind": "agent_turn",
         "message": ...} runs in an isolated session. `delivery` (default announce) says where the reply goes.
         """
         now = datetime.now(UTC)
+        who = caller_of(ctx)
         refuse_past("job", job.schedule, now)
+        refuse_beyond_rights(who, job.session, job.delivery)
 
         def add(state: State) -> Job:
-            stored = Job.model_validate(
-                {**job.model_dump(), "id": new_id(job.name, state.jobs), "created_at": now, "since": now}
-            )
+            identity = {"id": new_id(job.name, state.jobs), "created_at": now, "since": now, "origin": who.origin}
+            stored = Job.model_validate({**job.model_dump(), **identity})
             state.jobs[stored.id] = stored
             return stored
 
         return view(await engine.edit(add), now)
 
     @server.tool()
-    async def cron_update(job_id: JobId, patch: JobPatch) -> JobView:
+    async def cron_update(ctx: Context, job_id: JobId, patch: JobPatch) -> JobView:
         """Change a job: each field given in `patch` replaces the job's (a new schedule starts from now)."""
         now = datetime.now(UTC)
+        who = caller_of(ctx)
         if patch.schedule is not None:
             refuse_past("patch", patch.schedule, now)
 
         def update(state: State) -> Job:
             try:
-                changed = existing(state, job_id).patched(patch, now)
+                changed = existing(state, job_id, who).patched(patch, now)
             except ValidationError as exc:
                 raise ToolError(describe_invalid("cron_update", exc)) from exc
+            refuse_beyond_rights(who, changed.session, changed.delivery)
             state.jobs[job_id] = changed
             return changed
 
         return view(await engine.edit(update), now)
 
     @server.tool()
-    async def cron_remove(job_id: JobId) -> Removed:
+    async def cron_remove(ctx: Context, job_id: JobId) -> Removed:
         """Remove a job for good (its run history stays readable with cron_runs)."""
+        who = caller_of(ctx)
 
         def remove(state: State) -> Removed:
-            del state.jobs[existing(state, job_id).id]
+            del state.jobs[existing(state, job_id, who).id]
             return Removed(removed=job_id)
 
         return await engine.edit(remove)
 
     @server.tool()
     async def cron_run(
+        ctx: Context,
         job_id: JobId,
         mode: Annotated[
             Literal["force", "due"],
@@ -213,7 +223,7 @@ def build_server(
     ) -> Ran:
         """Run a job now, as if it had fired: its item goes to cron://events (or its webhook)."""
         now = datetime.now(UTC)
-        job = existing(await engine.current(), job_id)
+        job = existing(await engine.current(), job_id, caller_of(ctx))
         if mode == "force":
             items = await engine.run_now(Tick(job.id, now, "manual"))
             return Ran(ran=True, event_ids=[item.id for item in items])
@@ -226,18 +236,32 @@ def build_server(
 
     @server.tool()
     async def cron_runs(
+        ctx: Context,
         job_id: JobId | None = None,
         limit: Annotated[int, Field(ge=1, le=500, description="How many records, newest first.")] = 20,
     ) -> Runs:
         """What fired and what became of it: queued on cron://events, acked, sent to a webhook, retried, missed."""
-        return Runs(runs=engine.runs.read(job_id, limit))
+        who = caller_of(ctx)
+        if who.is_owner:
+            return Runs(runs=engine.runs.read(job_id, limit))
+        current = await engine.current()
+        jobs = [existing(current, job_id, who).id] if job_id else [job.id for job in visible(current, who)]
+        return Runs(runs=engine.runs.read_jobs(jobs, limit))
 
     @server.tool()
     async def cron_wake(
+        ctx: Context,
         text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="What the agent is told.")],
     ) -> Woken:
         """Put a system event for the main session on cron://events now (no job needed)."""
-        item = wake_item(text, datetime.now(UTC))
+        who = caller_of(ctx)
+        if not who.is_owner:
+            raise ToolError(
+                f"cron_wake wakes the owner's main session, which a {who.principal} session may not do; add a job with "
+                "session_target 'isolated' instead (it runs in a session of its own and its reply comes back to this "
+                "conversation)."
+            )
+        item = wake_item(text, datetime.now(UTC), who.origin)
         await engine.edit(lambda state: state.events.append(item))
         return Woken(event_id=item.id)
 
@@ -275,11 +299,38 @@ def acked(item: Item, at: str) -> dict[str, Any]:
     return {"at": at, "job_id": item.job_id, "run_id": run, "event_id": item.id, "status": "acked"}
 
 
-def existing(state: State, job_id: str) -> Job:
+def caller_of(ctx: Context) -> Caller:
+    return caller(ctx.request_context.meta)
+
+
+def visible(state: State, who: Caller) -> list[Job]:
+    """The jobs `who` may see: every one for the owner, else only those its own session made."""
+    return [job for job in state.jobs.values() if who.owns(job.origin)]
+
+
+def existing(state: State, job_id: str, who: Caller) -> Job:
+    """The job, if `who` may see it; another's job is as unknown to a non-owner as one that does not exist."""
     job = state.jobs.get(job_id)
-    if job is None:
+    if job is None or not who.owns(job.origin):
         raise ToolError(f"There is no job {job_id!r}; cron_list shows the ids of the jobs there are.")
     return job
+
+
+def refuse_beyond_rights(who: Caller, session: Session, delivery: Delivery) -> None:
+    """A non-owner's job may neither run in the owner's main session nor make this server POST anywhere."""
+    if who.is_owner:
+        return
+    if session == "main":
+        raise ToolError(
+            f"A job made from a {who.principal} session cannot run in the owner's main session; give it "
+            "session_target 'isolated' (it then runs in a session of its own and its reply comes back to this "
+            "conversation)."
+        )
+    if delivery.mode == "webhook":
+        raise ToolError(
+            f"A job made from a {who.principal} session cannot have webhook delivery (this server would POST to that "
+            "URL from the owner's machine); leave delivery at 'announce' and its reply comes back to this conversation."
+        )
 
 
 def refuse_past(argument: str, schedule: Schedule, now: datetime) -> None:

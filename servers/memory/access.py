@@ -11,37 +11,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+
+from hermitcrab.servers._common.origin import Caller
 
 from . import files as memfiles
 from .index import FileRecord
 
-PRINCIPAL_META = "hermitcrab/principal"
 UNTRUSTED_META = "hermitcrab/untrusted-content"
 OTHERS_DIR = f"{memfiles.MEMORY_DIR}/others"
-KNOWN = frozenset({"owner", "peer", "group", "system"})
-UNKNOWN = "group"  # a principal given but not understood gets the narrowest rights there are
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Whose rights a tool call has: "owner", or the kind of non-owner ("peer", "group", "system")."""
-
-    principal: str
-
-    @property
-    def is_owner(self) -> bool:
-        return self.principal == "owner"
-
-
-def caller_of(meta: Mapping[str, Any] | None) -> Caller:
-    """The caller a request's `_meta` names. None or no principal is another MCP host (Claude Desktop), which is the
-    owner's own; anything unreadable is a non-owner, so a malformed value never widens rights."""
-    if meta is None or PRINCIPAL_META not in meta:
-        return Caller("owner")
-    given = meta[PRINCIPAL_META]
-    return Caller(given if isinstance(given, str) and given in KNOWN else UNKNOWN)
 
 
 def is_others(rel: str) -> bool:

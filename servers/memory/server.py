@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from hermitcrab.servers._common.arguments import MAX_PATH_CHARS, MAX_QUERY_CHARS, quote
 from hermitcrab.servers._common.files import NotRegularFile, describe_kind
+from hermitcrab.servers._common.origin import Caller, caller
 from hermitcrab.servers._common.paths import PathOutsideRoots, PathUnresolvable
 from hermitcrab.servers._common.server import GuardedServer
 
@@ -326,8 +327,8 @@ def build_server(
     return server
 
 
-def _caller(ctx: Context) -> access.Caller:
-    return access.caller_of(ctx.request_context.meta)
+def _caller(ctx: Context) -> Caller:
+    return caller(ctx.request_context.meta)
 
 
 def _answer(model: BaseModel, untrusted: bool) -> CallToolResult:

@@ -15,6 +15,7 @@ from anyio.abc import TaskGroup
 
 from hermitcrab.servers._common.arguments import shorten
 from hermitcrab.servers._common.notifier import Notifier
+from hermitcrab.servers._common.origin import Origin, Principal
 
 from .launcher import Child, fill
 from .runs import Run, Runtime, State, Status, Store, new_run_id
@@ -54,6 +55,8 @@ class Request:
     timeout_s: float | None
     runtime: Runtime
     cli: str | None
+    principal: Principal = "owner"
+    origin: Origin | None = None
 
 
 class Manager:
@@ -116,6 +119,8 @@ class Manager:
                 timeout_s=request.timeout_s or self.limits.timeout_s,
                 owner=self.store.owner,
                 created_at=now,
+                principal=request.principal,
+                origin=request.origin,
             )
             state.runs[run.id] = run
             self.store.trim(state)
@@ -160,6 +165,12 @@ class Manager:
         return sorted(mine, key=lambda run: run.finished_at or run.created_at)
 
     def _check_command(self, request: Request) -> None:
+        if request.runtime == "cli" and request.principal != "owner":
+            raise Refused(
+                f'sessions_spawn refused: runtime "cli" runs an external agent with the owner\'s rights, which '
+                f'a {request.principal} session does not have; use runtime "agent" (it works with this session\'s '
+                "rights)."
+            )
         if request.runtime == "agent":
             if self.commands.agent is None:
                 raise Refused(
@@ -244,6 +255,8 @@ class Manager:
         assert self.commands.agent is not None
         argv = [*self.commands.agent, "--run-dir", str(run_dir), "--session", SUBAGENT_SESSION + run.id]
         argv += ["--label", run.label, *(["--model", run.model] if run.model else [])]
+        if run.principal != "owner":
+            argv += ["--principal", run.principal]
         if run.depth >= self.limits.max_depth:
             argv += [option for tool in OWN_TOOLS for option in ("--hide-tool", tool)]
         return [*argv, "--", run.task]
@@ -255,8 +268,12 @@ class Manager:
 def existing(state: State, run_id: str) -> Run:
     run = state.runs.get(run_id)
     if run is None:
-        raise Refused(f"there is no run {run_id!r}; sessions_list shows this session's runs.")
+        raise unknown_run(run_id)
     return run
+
+
+def unknown_run(run_id: str) -> Refused:
+    return Refused(f"there is no run {run_id!r}; sessions_list shows this session's runs.")
 
 
 def _claim(run: Run) -> bool:

@@ -21,6 +21,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field
 
 from hermitcrab.servers._common.files import atomic_write_text
+from hermitcrab.servers._common.origin import Origin, Principal
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,6 +49,8 @@ class Run(BaseModel):
     exit_code: int | None = None
     error: str | None = Field(default=None, description="Why it failed, in a sentence, when it did.")
     acked: bool = False
+    principal: Principal = Field(default="owner", description="Whose rights the spawning turn had: the child's too.")
+    origin: Origin | None = Field(default=None, description="The conversation it was spawned from, as the host said.")
 
     @property
     def active(self) -> bool:

@@ -16,14 +16,14 @@ from pydantic import BaseModel, Field
 
 from hermitcrab.servers._common.arguments import shorten
 from hermitcrab.servers._common.notifier import Notifier
+from hermitcrab.servers._common.origin import Caller, caller
 from hermitcrab.servers._common.server import GuardedServer
 
-from .manager import Commands, Limits, Manager, Refused, Request, existing
+from .manager import Commands, Limits, Manager, Refused, Request, unknown_run
 from .runs import Run, Runtime, State, Status, Store
 
 EVENTS_URI = "spawn://events"
 ACK = {"tool": "sessions_ack", "argument": "run_ids"}
-SESSION_META = "hermitcrab/session"
 MAX_TASK_CHARS = 20_000
 MAX_ITEM_RESULT_CHARS = 20_000
 MAX_RESULT_CHARS = 200_000
@@ -117,7 +117,9 @@ def build_server(state: Path, commands: Commands, limits: Limits | None = None) 
     ) -> Accepted:
         """Start a sub-agent on `task` in the background and return its run id at once. Its final answer comes back
         by itself as a message in this session when it finishes (ok, failed, timed out or killed)."""
-        request = Request(caller(ctx), task, label, model, timeout_s, runtime, cli if runtime == "cli" else None)
+        who = caller_of(ctx)
+        chosen = cli if runtime == "cli" else None
+        request = Request(who.session, task, label, model, timeout_s, runtime, chosen, who.principal, who.origin)
         try:
             run = manager.spawn(request)
         except Refused as exc:
@@ -130,20 +132,20 @@ def build_server(state: Path, commands: Commands, limits: Limits | None = None) 
         active_only: Annotated[bool, Field(description="Only runs that are queued or running.")] = False,
     ) -> RunList:
         """The runs this session spawned, newest first."""
-        session = caller(ctx)
+        session = caller_of(ctx).session
         runs = [run for run in store.read().runs.values() if run.session == session and (run.active or not active_only)]
         runs.sort(key=lambda run: run.created_at, reverse=True)
         return RunList(runs=[view(run) for run in runs])
 
     @server.tool()
-    async def sessions_status(run_id: RunId) -> RunView:
+    async def sessions_status(ctx: Context, run_id: RunId) -> RunView:
         """Where one run stands: queued, running, ok, failed, timed_out, killed or interrupted."""
-        return view(found(run_id))
+        return view(found(run_id, caller_of(ctx)))
 
     @server.tool()
-    async def sessions_result(run_id: RunId) -> Result:
+    async def sessions_result(ctx: Context, run_id: RunId) -> Result:
         """The whole result of a run (what it printed), its error if it failed, and the end of its log."""
-        run = found(run_id)
+        run = found(run_id, caller_of(ctx))
         return Result(
             run_id=run.id,
             status=run.status,
@@ -153,10 +155,10 @@ def build_server(state: Path, commands: Commands, limits: Limits | None = None) 
         )
 
     @server.tool()
-    async def sessions_kill(run_id: RunId) -> RunView:
+    async def sessions_kill(ctx: Context, run_id: RunId) -> RunView:
         """Stop a run and everything it started; it is then announced as killed."""
         try:
-            return view(await manager.kill(run_id))
+            return view(await manager.kill(found(run_id, caller_of(ctx)).id))
         except Refused as exc:
             raise ToolError(str(exc)) from exc
 
@@ -186,20 +188,20 @@ def build_server(state: Path, commands: Commands, limits: Limits | None = None) 
         items = [item(run, store.run_dir(run.id)) for run in manager.pending(store.read())]
         return json.dumps({"items": items, "ack": ACK}, ensure_ascii=False)
 
-    def found(run_id: str) -> Run:
-        try:
-            return existing(store.read(), run_id)
-        except Refused as exc:
-            raise ToolError(str(exc)) from exc
+    def found(run_id: str, who: Caller) -> Run:
+        """The run, if `who` may see it: a non-owner sees only the runs its own session spawned."""
+        run = store.read().runs.get(run_id)
+        if run is None or not who.owns(run.origin):
+            raise ToolError(str(unknown_run(run_id)))
+        return run
 
     return server
 
 
-def caller(ctx: Context) -> str:
-    """The calling host's session (`hermitcrab/session` in the request's `_meta`); `main` for other hosts."""
-    meta: dict[str, Any] = dict(ctx.request_context.meta or {})
-    session = meta.get(SESSION_META)
-    return session if isinstance(session, str) and session.strip() else "main"
+def caller_of(ctx: Context) -> Caller:
+    """Who the call acts for (`hermitcrab/session`, `/principal`, `/origin` in its `_meta`); the owner's `main` for
+    other hosts."""
+    return caller(ctx.request_context.meta)
 
 
 def view(run: Run) -> RunView:
@@ -239,6 +241,7 @@ def item(run: Run, run_dir: Path) -> dict[str, Any]:
         "run_id": run.id,
         "label": run.label,
         "status": run.status,
+        "origin": run.origin,
     }
 
 

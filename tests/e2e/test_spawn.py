@@ -15,6 +15,7 @@ import pytest
 
 from hermitcrab.host.config import PROFILE_VARIABLES
 from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
+from tests.support.fences import fenced
 
 from .test_run import TOKEN, Host, events_in_main, remember_sink, wait_for
 
@@ -38,6 +39,7 @@ def start(hermitcrab_home: Path, llm: FakeLLM, tmp_path: Path) -> Iterator[Calla
     desktop = tmp_path / "desktop.json"
     desktop.write_text(json.dumps({"mcpServers": {"spawn": spawn}}))
     remember_sink(hermitcrab_home, llm)
+    (hermitcrab_home / "config.toml").write_text("[webhook]\nowner = true\n")  # hooks speak for the owner here
     started: list[Host] = []
 
     def launch() -> Host:
@@ -67,7 +69,10 @@ def system_of(request: dict[str, Any]) -> str:
 
 
 def last_message(request: dict[str, Any]) -> str:
-    return request["messages"][-1]["content"]
+    """The newest message's text; a sub-agent's result arrives fenced as data, and this is what the fence holds."""
+    text = request["messages"][-1]["content"]
+    inside = fenced(text)
+    return inside[1] if inside else text
 
 
 def test_two_children_finishing_in_the_opposite_order_are_both_announced_before_the_final_reply(
@@ -90,6 +95,7 @@ def test_two_children_finishing_in_the_opposite_order_are_both_announced_before_
         "Both are done: slowpoke and quick.",
     ]
     first, second = llm.requests[2], llm.requests[3]
+    assert fenced(first["messages"][-1]["content"]) is not None  # a sub-agent's result is data, not an instruction
     assert last_message(first) == '[event from spawn]\n[sub-agent quick finished: ok] ["quick task"]'
     assert 'Sub-agents still working for this session (1): "slowpoke"' in system_of(first)
     assert last_message(second) == '[event from spawn]\n[sub-agent slowpoke finished: ok] ["slowpoke task"]'
