@@ -108,6 +108,7 @@ class Agent:
             settings=settings if private_turn(event) else replace(settings, memory_flush=False),
             on_tool=on_tool,
             flush_target=self.flush_target(),
+            inbound=event.inbound_id,
         )
         self.last_context_chars[event.session_key] = result.context_chars
         return result

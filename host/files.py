@@ -1,4 +1,4 @@
-"""Atomic file writes: a hidden temporary file beside the target, flushed to disk, then renamed over it."""
+"""Crash-safe writes: a whole file replaced atomically, or one line appended durably to a log."""
 
 from __future__ import annotations
 
@@ -15,3 +15,19 @@ def write_atomically(path: Path, text: str) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append `line` (no newline of its own) to a JSONL log with one write and fsync; a torn last line left by a
+    crash is sealed with a newline first, so the new line stays readable (readers skip the torn one)."""
+    data = (line + "\n").encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        size = os.lseek(fd, 0, os.SEEK_END)
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            os.write(fd, b"\n")
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -15,6 +15,7 @@ from .commands import find_command
 from .events import Channel, Event, Target
 from .failures import failure_text
 from .heartbeat import is_heartbeat_ok
+from .inbox import Inbox
 from .last_target import LastTarget
 from .loop import Activity
 from .routing import DmScope, routed
@@ -89,8 +90,10 @@ class Gateway:
         on_tool: Activity | None = None,
         last_target: LastTarget | None = None,
         dm_scope: DmScope = "main",
+        inbox: Inbox | None = None,
     ) -> None:
         self.agent = agent
+        self.inbox = inbox
         self.dm_scope: DmScope = dm_scope
         self.last_target = last_target
         self.channels = dict(channels)
@@ -112,11 +115,21 @@ class Gateway:
             await anyio.sleep_forever()
 
     async def submit(self, event: Event) -> None:
-        """Accept an event: the answer to the question on screen, or work queued for its session (by `routing`)."""
+        """Accept an event: the answer to the question on screen, or work queued for its session (by `routing`).
+
+        With an inbox, a channel's message is recorded before anything else, and one seen before is dropped."""
         event = routed(event, self.dm_scope)
+        if self.inbox is not None and not self.inbox.accept(event):
+            logger.info("dropped message %s: it was accepted before", event.inbound_id)
+            return
         asking = self._asking.get(_conversation(event.target))
         if asking is not None and asking.answer(event):
+            self._end(event)
             return
+        await self.enqueue(event)
+
+    async def enqueue(self, event: Event) -> None:
+        """Queue an accepted event for its session's worker (a restart's recovery re-queues this way)."""
         if self._group is None:
             raise RuntimeError("Gateway.serve() is not running")
         queue = self._queues.get(event.session_key)
@@ -167,8 +180,22 @@ class Gateway:
             await self.deliver(event.target, reply)
         if event_id is not None:
             self.agent.session(event.session_key).transcript.append("event", event_id=str(event_id))
+        self._end(event)
         await _done(event, True)
         return reply
+
+    async def answer_once(self, event: Event, text: str) -> None:
+        """Answer an accepted message with `text` (nothing when empty) and close it, without a turn."""
+        try:
+            if text:
+                await self.deliver(event.target, text)
+        except Exception:  # the channel is broken: the answer is in the transcript, and a retry could only double it
+            logger.exception("could not deliver the answer to message %s", event.inbound_id)
+        self._end(event)
+
+    def _end(self, event: Event) -> None:
+        if self.inbox is not None:
+            self.inbox.end(event.inbound_id)
 
     @staticmethod
     def _remembered(event: Event) -> bool:
@@ -232,6 +259,7 @@ class Gateway:
                     self.failures += 1
                     logger.exception("turn failed for session %s", event.session_key)
                     await self._report_failure(event, exc)
+                    self._end(event)  # the sender was told what failed: that is its answer
                     await _done(event, False)
                 finally:
                     self._running -= 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from .config import AgentSettings
 from .context import ContextKeeper
@@ -18,6 +19,13 @@ from .tool_calls import Activity, Toolbox, run_tools
 logger = logging.getLogger(__name__)
 
 SILENT_REPLIES = frozenset({"NO_REPLY"})
+
+
+def progress(session: Session, inbound: str) -> list[dict[str, Any]] | None:
+    """The entries recorded after the user entry of message `inbound`, or None when it has none (not started)."""
+    live = session.transcript.view().live
+    start = next((i for i in range(len(live) - 1, -1, -1) if live[i].get("inbound") == inbound), None)
+    return None if start is None else live[start + 1 :]
 
 
 @dataclass(frozen=True)
@@ -38,13 +46,17 @@ async def run_turn(
     settings: AgentSettings,
     on_tool: Activity | None = None,
     flush_target: FlushTarget | None = None,
+    inbound: str | None = None,
 ) -> TurnResult:
     """Record the user's text, loop model <-> tools, and return the reply to deliver (None when silent).
 
+    `inbound` (the channel's message id) is kept on the user entry, so a restart can tell how far the turn got; a
+    turn for a message whose entry is already the last one (a crash cut its turn short) goes on from it.
     A context overflow compacts and retries once; a second one is answered with what happened, never looped.
     """
     transcript = session.transcript
-    transcript.append("user", text=user_text)
+    if inbound is None or progress(session, inbound) != []:
+        transcript.append("user", text=user_text, **({"inbound": inbound} if inbound else {}))
     messages = session.messages()
     specs = toolbox.specs()
     keeper = ContextKeeper(session, provider, toolbox, system, settings, flush_target or FlushTarget())

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from .files import write_atomically
+from .files import append_line, write_atomically
 from .providers.base import Completion, Message, ToolCall, Usage
 
 logger = logging.getLogger(__name__)
@@ -129,17 +128,7 @@ class Transcript:
 
     def append(self, kind: str, **fields: Any) -> dict[str, Any]:
         entry = {"id": uuid.uuid4().hex[:12], "ts": dt.datetime.now(dt.UTC).isoformat(), "kind": kind, **fields}
-        data = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            size = os.lseek(fd, 0, os.SEEK_END)
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                os.write(fd, b"\n")  # seal a torn line left by a crash so this entry stays readable
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_line(self.path, json.dumps(entry, ensure_ascii=False))
         self.view()  # read it back from the tail, with anything another process appended before it
         return entry
 

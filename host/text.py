@@ -1,4 +1,4 @@
-"""Cut over-long text in the middle, keeping its head and tail, so the cut is visible and bounded."""
+"""Cut over-long text, visibly: in the middle, keeping its head and tail, or at the end for quoting it back."""
 
 from __future__ import annotations
 
@@ -15,3 +15,9 @@ def cut_middle(text: str, limit: int, hint: str = "") -> str:
     suffix = f"; {hint}" if hint else ""
     marker = f"\n\n[... {len(text) - head - tail} characters cut{suffix} ...]\n\n"
     return text[:head] + marker + (text[-tail:] if tail else "")
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis where it was cut (for quoting it back)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else f"{flat[: limit - 1]}…"
