@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 from anyio.abc import ObjectReceiveStream
 
+from .budget import Budget
 from .compaction import Compacted
 from .config import Settings
 from .context import ContextKeeper
@@ -45,6 +46,7 @@ class Agent:
     clock: Clock = field(default=lambda: dt.datetime.now().astimezone())
     last_persona: dict[str, list[PersonaFile]] = field(default_factory=dict[str, list[PersonaFile]])
     last_context_chars: dict[str, int] = field(default_factory=dict[str, int])
+    budget: Budget | None = None
 
     def now(self) -> dt.datetime:
         zone = self.settings.agent.timezone
@@ -94,6 +96,9 @@ class Agent:
         invoked = await invoke(event.text, catalog, self.pool, event.session_key) if event.kind == "message" else None
         if invoked is not None and invoked.reply is not None:
             return TurnResult(invoked.reply, Usage(), 0, 0)
+        spent = self.budget.spent(event.principal.rights, self.now().date()) if self.budget else None
+        if spent is not None:
+            return TurnResult(spent.reply, Usage(), 0, 0, spent)
         toolbox = self.toolbox(event, conversation, catalog)
         subagents = await running_subagents(self.pool, event.session_key)
         session = self.session(event.session_key)
@@ -111,6 +116,9 @@ class Agent:
             inbound=event.inbound_id,
         )
         self.last_context_chars[event.session_key] = result.context_chars
+        if self.budget is not None:
+            tokens = result.usage.input_tokens + result.usage.output_tokens
+            self.budget.charge(event.principal.rights, self.now().date(), result.model_calls, tokens)
         return result
 
     def toolbox(self, event: Event, conversation: Conversation, catalog: Catalog | None = None) -> HostToolbox:

@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from .budget import DEFAULT_LIMITS, TOTAL, Limit
 from .errors import ConfigError
 from .events import Rights
 from .models import DEFAULT_WINDOW, context_window
@@ -191,6 +192,7 @@ class Settings:
     dm_scope: DmScope = "main"
     skills: SkillSettings = SkillSettings()
     policies: Mapping[Rights, ToolPolicy] = field(default_factory=lambda: dict(DEFAULT_POLICIES))
+    budget: Mapping[str, Limit] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
 
     def policy(self, rights: Rights) -> ToolPolicy:
         """The tool policy of a turn with these rights (`[policy.<rights>]`, else the safe default)."""
@@ -372,6 +374,22 @@ class _PoliciesEntry(BaseModel):
     system: _PolicyEntry | None = None
 
 
+class _LimitEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    calls_per_day: int | None = Field(default=None, ge=0)
+    tokens_per_day: int | None = Field(default=None, ge=0)
+
+
+class _BudgetEntry(_LimitEntry):
+    """`[budget]`: the daily limits for everyone together; `[budget.<rights>]` those of one kind."""
+
+    owner: _LimitEntry | None = None
+    peer: _LimitEntry | None = None
+    group: _LimitEntry | None = None
+    system: _LimitEntry | None = None
+
+
 class _SkillsEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -404,6 +422,7 @@ class _ConfigFile(BaseModel):
     routing: _RoutingEntry = _RoutingEntry()
     skills: _SkillsEntry = _SkillsEntry()
     policy: _PoliciesEntry = _PoliciesEntry()
+    budget: _BudgetEntry = _BudgetEntry()
     providers: list[_ProviderEntry] = []
     mcpServers: dict[str, _ServerEntry] = {}
 
@@ -438,7 +457,24 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
         dm_scope=config.routing.dm_scope,
         skills=_skills(config.skills, home, env),
         policies=_policies(config.policy),
+        budget=_budget(config.budget),
     )
+
+
+def _budget(entry: _BudgetEntry) -> dict[str, Limit]:
+    """Each kind's daily limits and the total: the defaults, with what the config names replaced."""
+    given: dict[str, _LimitEntry | None] = {
+        TOTAL: entry,
+        **{rights: getattr(entry, rights) for rights in get_args(Rights)},
+    }
+    limits = dict(DEFAULT_LIMITS)
+    for key, limit in given.items():
+        if limit is not None:
+            default = DEFAULT_LIMITS[key]
+            calls = default.calls_per_day if "calls_per_day" not in limit.model_fields_set else limit.calls_per_day
+            tokens = default.tokens_per_day if "tokens_per_day" not in limit.model_fields_set else limit.tokens_per_day
+            limits[key] = Limit(calls, tokens)
+    return limits
 
 
 def _policies(entry: _PoliciesEntry) -> dict[Rights, ToolPolicy]:

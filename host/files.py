@@ -8,9 +8,10 @@ from pathlib import Path
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text` so a reader sees the old file or the new one, never a torn one."""
+    """Replace `path` with `text` so a reader sees the old file or the new one, never a torn one; only its owner may
+    read it (0600): state holds conversations, tokens and the people the owner let in."""
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:6]}.tmp"
-    with tmp.open("w", encoding="utf-8") as handle:
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())

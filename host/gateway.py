@@ -11,6 +11,7 @@ from anyio.abc import ObjectReceiveStream, TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .agent import Agent
+from .budget import Spent
 from .commands import find_command
 from .events import Channel, Event, Target
 from .failures import failure_text
@@ -176,6 +177,8 @@ class Gateway:
                 if (idle := getattr(channel, "idle", None)) is not None:
                     await idle(event.target)
             reply = result.reply
+            if result.spent is not None:
+                await self._tell_owner_once(result.spent)
         if reply and deliver and event.deliver and not (event.kind == "heartbeat" and is_heartbeat_ok(reply)):
             await self.deliver(event.target, reply)
         if event_id is not None:
@@ -192,6 +195,17 @@ class Gateway:
         except Exception:  # the channel is broken: the answer is in the transcript, and a retry could only double it
             logger.exception("could not deliver the answer to message %s", event.inbound_id)
         self._end(event)
+
+    async def _tell_owner_once(self, spent: Spent) -> None:
+        """A budget ran out: the owner hears of it once a day, in their last conversation."""
+        owner = self.last_target.get() if self.last_target is not None else None
+        budget = self.agent.budget
+        if owner is None or budget is None or not budget.first_to_tell(spent, self.agent.now().date()):
+            return
+        try:
+            await self.deliver(owner, spent.owner_note)
+        except Exception:  # the note is a courtesy; the turn it came from was answered
+            logger.warning("could not tell the owner that a budget is spent", exc_info=True)
 
     def _end(self, event: Event) -> None:
         if self.inbox is not None:

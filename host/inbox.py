@@ -87,7 +87,6 @@ class Inbox:
             json.dumps({"op": "accepted", "event": _record(e)}, ensure_ascii=False) for e in self._pending.values()
         ]
         write_atomically(self.path, "".join(f"{line}\n" for line in lines))
-        self.path.chmod(0o600)
 
 
 def _record(event: Event) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from .budget import Spent
 from .config import AgentSettings
 from .context import ContextKeeper
 from .errors import ContextOverflowError
@@ -34,6 +35,8 @@ class TurnResult:
     usage: Usage
     model_calls: int
     context_chars: int
+    spent: Spent | None = None
+    """The budget that kept this turn from calling the model, when one did (`budget.py`)."""
 
 
 async def run_turn(

@@ -14,7 +14,7 @@ from .origin import caller_meta
 from .persona import load_persona, render_persona
 from .policy import ToolPolicy, refusal
 from .pool import McpPool, ToolOutcome
-from .providers.base import ToolSpec
+from .providers.base import ToolSpec, Usage
 
 SUBAGENT_TEMPLATE = files("hermitcrab.host").joinpath("subagent_prompt.md").read_text(encoding="utf-8")
 
@@ -73,7 +73,11 @@ async def run_subagent(
         tools=", ".join(spec.name for spec in toolbox.specs()) or "none",
         persona=render_persona(persona),
     )
-    return await run_turn(
+    today = now.date()
+    spent = agent.budget.spent(principal.rights, today) if agent.budget else None
+    if spent is not None:
+        return TurnResult(spent.reply, Usage(), 0, 0, spent)
+    result = await run_turn(
         provider=agent.provider,
         toolbox=toolbox,
         session=agent.session(session_key),
@@ -81,3 +85,7 @@ async def run_subagent(
         user_text=task,
         settings=agent.settings.agent,
     )
+    if agent.budget is not None:  # a sub-agent spends from the budget of whoever started it
+        tokens = result.usage.input_tokens + result.usage.output_tokens
+        agent.budget.charge(principal.rights, today, result.model_calls, tokens)
+    return result

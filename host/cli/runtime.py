@@ -12,6 +12,7 @@ import anyio
 import httpx
 
 from ..agent import Agent
+from ..budget import Budget
 from ..config import Settings
 from ..pool import McpPool, ServerEvent
 from ..providers import FailoverProvider, create
@@ -46,5 +47,6 @@ async def open_agent(settings: Settings, sessions: Path | None = None) -> AsyncG
         async with httpx.AsyncClient() as client, McpPool(settings.servers, on_event=send.send, errlog=errlog) as pool:
             provider = FailoverProvider([create(profile, client) for profile in profiles])
             store = SessionStore(sessions or settings.state / "sessions")
-            agent = Agent(settings, provider, pool, store, server_events=receive)
+            budget = Budget(settings.state / "usage", settings.budget)
+            agent = Agent(settings, provider, pool, store, server_events=receive, budget=budget)
             yield agent
