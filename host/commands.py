@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from .agent import Agent, private_turn
 from .capture import capture
 from .compaction import Budget
+from .deadletters import FOLDER, DeadLetters
 from .events import Event
 from .flush import Unattended
 from .invocation import prompt_usage
@@ -57,8 +58,15 @@ async def status(agent: Agent, event: Event) -> str:
             f"Context: {context_text}",
             f"MCP servers:{server_text}",
             f"Sub-agents running:{children_text}",
+            _dead_letters_line(agent),
         ]
     )
+
+
+def _dead_letters_line(agent: Agent) -> str:
+    """Items that kept failing wait in a file the CLI manages; say so, since nobody reads doctor every day."""
+    count = len(DeadLetters(agent.settings.state / FOLDER).list())
+    return f"Dead letters: {count} (hermitcrab deadletters list)" if count else "Dead letters: none"
 
 
 async def context(agent: Agent, event: Event) -> str:

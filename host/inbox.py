@@ -34,6 +34,8 @@ class Inbox:
         self._pending: dict[str, Event] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._load()
+        self.left_over = self.pending()
+        """What was pending when the log was opened: the messages a crash or a stop left unanswered."""
 
     def accept(self, event: Event) -> bool:
         """Record `event` before its turn; False (and nothing recorded) when its id was seen before."""
@@ -57,6 +59,9 @@ class Inbox:
     def pending(self) -> list[Event]:
         """Accepted messages that never ended, oldest first."""
         return list(self._pending.values())
+
+    def is_pending(self, key: str | None) -> bool:
+        return key in self._pending
 
     def _remember(self, key: str) -> None:
         self._ended[key] = None

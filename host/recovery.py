@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 
+import anyio
+
 from .events import Event
 from .gateway import Gateway
 from .loop import SILENT_REPLIES, progress
@@ -19,14 +21,22 @@ from .text import shorten
 logger = logging.getLogger(__name__)
 
 RESTARTED = "I restarted while working on “{what}”; ask again if you still need it."
+READY_TIMEOUT_S = 120.0
+"""How long recovery waits for a channel to connect before answering its messages anyway (they may then fail)."""
 
 
 async def recover(gateway: Gateway) -> None:
-    """Answer each message the inbox holds from before this start, once."""
+    """Answer each message the inbox held from before this start, once."""
     inbox = gateway.inbox
     if inbox is None:
         return
-    for event in inbox.pending():
+    for event in inbox.left_over:
+        if not inbox.is_pending(event.inbound_id):
+            continue
+        channel = gateway.channels.get(event.target.channel)
+        if (wait_ready := getattr(channel, "wait_ready", None)) is not None:
+            with anyio.move_on_after(READY_TIMEOUT_S):
+                await wait_ready()
         try:
             await _recover(gateway, event)
         except Exception:  # one message that cannot be recovered must not keep the host from serving the rest

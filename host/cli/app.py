@@ -11,7 +11,7 @@ import typer
 
 from ..errors import HermitcrabError
 from ..failures import LOG_HINT
-from . import ask, bundle, chat, doctor, init, mcp_config, pairing, run, service, skills, subagent
+from . import ask, bundle, chat, deadletters, doctor, init, mcp_config, pairing, run, service, skills, subagent
 
 logger = logging.getLogger("hermitcrab")
 _E = TypeVar("_E", bound=BaseException)
@@ -22,7 +22,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for module in (run, chat, ask, init, doctor, mcp_config, bundle, pairing, service, subagent, skills):
+for module in (run, chat, ask, init, doctor, mcp_config, bundle, pairing, deadletters, service, subagent, skills):
     module.register(app)
 
 

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..config import DiscordSettings, ProviderProfile, Settings, load_settings
+from ..deadletters import FOLDER, DeadLetters
 from ..errors import ConfigError
 from ..persona import BOOTSTRAP_ORDER
 from ..pool import MAX_SAME_FAILURES, McpPool, ServerHandle
@@ -72,6 +73,7 @@ async def run_checks(settings: Settings) -> list[Check]:
         checks.extend(await _discord_checks(client, settings))
     checks.extend(await _server_checks(settings))
     checks.extend(_subagent_checks(settings))
+    checks.append(_deadletters_check(settings))
     checks.append(_sandbox_check())
     checks.append(_optional_tool("chromium", "browser", "apt-get install chromium (needed by the browser server)"))
     checks.append(_service_check())
@@ -199,6 +201,15 @@ def _subagent_checks(settings: Settings) -> list[Check]:
         f"put it in {settings.config_file} ([[providers]] api_key)"
     )
     return [Check("spawn", "sub-agent provider", False, detail, fatal=False)]
+
+
+def _deadletters_check(settings: Settings) -> Check:
+    """Items that kept failing wait for the owner's say (retry or drop); nothing is broken, so only a warning."""
+    count = len(DeadLetters(settings.state / FOLDER).list())
+    if not count:
+        return Check("deadletters", "set aside", True, "none", fatal=False)
+    noun = "dead letter" if count == 1 else "dead letters"
+    return Check("deadletters", "set aside", False, f"{count} {noun}: hermitcrab deadletters list", fatal=False)
 
 
 def _skill_checks(settings: Settings, tools: set[str]) -> list[Check]:

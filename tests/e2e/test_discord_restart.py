@@ -1,0 +1,132 @@
+"""Every message answered exactly once across kill -9: `hermitcrab run` with the real discord.py client against a fake
+Discord and the scripted LLM, killed in the middle of turns and started again."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_discord import OWNER, TOKEN, FakeDiscord, running_fake_discord
+from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
+
+from .conftest import CLI, TEST_SERVER, cli_env
+from .test_discord import stop
+from .test_run import wait_for
+
+SLOW_S = 0.8
+TRIALS = 4
+"""Kill -9 trials in the suite; bench/chaos.py runs many more (`--part messages`)."""
+
+
+@pytest.fixture
+def discord_api() -> Iterator[FakeDiscord]:
+    with running_fake_discord() as fake:
+        yield fake
+
+
+@pytest.fixture
+def start(
+    hermitcrab_home: Path, llm: FakeLLM, discord_api: FakeDiscord, tmp_path: Path
+) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
+    """Start `hermitcrab run` (the owner named, the test kit as its one server); each start logs to its own file."""
+    (hermitcrab_home / "config.toml").write_text(f'[heartbeat]\nevery_minutes = 0\n\n[discord]\nowners = ["{OWNER}"]\n')
+    desktop = tmp_path / "desktop.json"
+    kit = {"command": sys.executable, "args": [str(TEST_SERVER), "--name", "kit"]}
+    desktop.write_text(json.dumps({"mcpServers": {"kit": kit}}))
+    env = cli_env(
+        hermitcrab_home,
+        llm,
+        {
+            "DISCORD_TOKEN": TOKEN,
+            "HERMITCRAB_DISCORD_API_BASE": discord_api.api_base,
+            "HERMITCRAB_DISCORD_GATEWAY_URL": discord_api.gateway_url,
+        },
+    )
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def launch() -> subprocess.Popen[bytes]:
+        log = tmp_path / f"run-{len(processes)}.log"
+        identified = discord_api.identifies
+        with log.open("w") as stderr:
+            process = subprocess.Popen([*CLI, "run", "--mcp-config", str(desktop)], stderr=stderr, env=env)
+        processes.append(process)
+        wait_for(lambda: discord_api.identifies > identified and discord_api.connected, f"no login: {log.read_text()}")
+        return process
+
+    yield launch
+    for process in processes:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def kill_9(process: subprocess.Popen[bytes]) -> None:
+    process.kill()
+    process.wait(timeout=10)
+
+
+def test_a_message_cut_off_while_the_model_answers_is_answered_once_after_the_restart(
+    start, discord_api: FakeDiscord, llm: FakeLLM, hermitcrab_home: Path
+):
+    host = start()
+    llm.enqueue(Reply(openai_text("too late"), delay_s=30))
+    message = discord_api.user_says(OWNER, "what is the capital of Peru?")
+    wait_for(lambda: len(llm.requests) == 1, "the model was never asked")
+
+    kill_9(host)
+    llm.enqueue(openai_text("Lima."))
+    again = start()
+    wait_for(lambda: discord_api.replies_to(message) != [], f"no answer after the restart: {discord_api.sent}")
+    discord_api.user_says(OWNER, "what is the capital of Peru?", message_id=message)  # a replay of the same message
+    stop(again)
+
+    assert [sent.content for sent in discord_api.replies_to(message)] == ["Lima."]
+    assert len(llm.requests) == 2
+    transcript = next((hermitcrab_home / "state" / "sessions").glob("main-*.jsonl")).read_text().splitlines()
+    users = [json.loads(line) for line in transcript if json.loads(line)["kind"] == "user"]
+    assert [entry["text"] for entry in users] == ["what is the capital of Peru?"]  # resumed, not asked twice
+
+
+def test_a_turn_that_ran_tools_is_not_repeated_after_a_crash_the_sender_is_told(
+    start, discord_api: FakeDiscord, llm: FakeLLM
+):
+    host = start()
+    llm.enqueue(openai_tool_calls(("e1", "echo", json.dumps({"text": "sent the invoice"}))))
+    llm.enqueue(Reply(openai_text("Invoice sent."), delay_s=30))
+    message = discord_api.user_says(OWNER, "send the invoice to ACME")
+    wait_for(lambda: len(llm.requests) == 2, "the tool never ran")
+
+    kill_9(host)
+    again = start()
+    wait_for(lambda: discord_api.replies_to(message) != [], f"no word after the restart: {discord_api.sent}")
+    stop(again)
+
+    (notice,) = [sent.content for sent in discord_api.replies_to(message)]
+    assert notice == "I restarted while working on “send the invoice to ACME”; ask again if you still need it."
+    assert len(llm.requests) == 2  # no model call repeated the turn
+
+
+def test_kills_at_random_moments_leave_every_message_answered_once(start, discord_api: FakeDiscord, llm: FakeLLM):
+    rng = random.Random(24_25)
+    host = start()
+    messages: list[str] = []
+    for trial in range(TRIALS):
+        llm.enqueue(*(Reply(openai_text(f"answer {trial}.{n}"), delay_s=SLOW_S) for n in range(2)))
+        messages.append(discord_api.user_says(OWNER, f"question {trial}"))
+        time.sleep(rng.uniform(0, SLOW_S * 1.5))  # before, during or after the model's answer and its delivery
+        kill_9(host)
+        host = start()
+    wait_for(lambda: all(discord_api.replies_to(m) for m in messages), f"unanswered: {discord_api.sent}", 60)
+    stop(host)
+
+    answers = {message: [sent.content for sent in discord_api.replies_to(message)] for message in messages}
+    assert [len(texts) for texts in answers.values()] == [1] * TRIALS, answers  # none lost, none doubled
+    said = [texts[0] for texts in answers.values()]
+    assert all(text.startswith(("answer ", "I restarted while working on")) for text in said), said
+    assert len(set(said)) == TRIALS  # no answer was delivered for two messages
