@@ -105,6 +105,8 @@ class AgentSettings:
     flush_margin_tokens: int = 4_000
     memory_flush: bool = True
     compaction_timeout_s: float = 180.0
+    max_attempts: int = 3
+    retry_wait_s: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -410,6 +412,8 @@ class _AgentEntry(BaseModel):
     flush_margin_tokens: int = Field(default=4_000, ge=0)
     memory_flush: bool = True
     compaction_timeout_s: float = Field(default=180.0, gt=0)
+    max_attempts: int = Field(default=3, ge=1)
+    retry_wait_s: float = Field(default=5.0, ge=0)
 
 
 class _ConfigFile(BaseModel):

@@ -221,6 +221,15 @@ class Attempts:
             self._file.save({k: asdict(t) for k, t in fresh.items()}, torn)
             return count
 
+    def note(self, key: str, error: str) -> None:
+        """Say why the attempt under way failed, without counting another (it was counted when it started)."""
+        with self._file.locked():
+            tallies, torn = self._read()
+            tally = tallies.get(key)
+            if tally is not None:
+                tallies[key] = _Tally(tally.count, _one_line(error, REASON_CHARS), tally.last)
+                self._file.save({k: asdict(t) for k, t in tallies.items()}, torn)
+
     def clear(self, key: str) -> None:
         with self._file.locked():
             tallies, torn = self._read()
@@ -249,7 +258,7 @@ class Attempts:
         return tallies, torn
 
 
-def backoff_s(attempts: int) -> float:
+def backoff_s(attempts: int, first_s: float = BACKOFF_FIRST_S) -> float:
     """How long to wait after the `attempts`-th failure before the next try: 5 s, 20 s, 80 s, then at most 5 min.
 
     Growing fast, because the failures worth retrying pass within seconds (a server restarting, a provider's brief
@@ -257,7 +266,7 @@ def backoff_s(attempts: int) -> float:
     only spend model calls. With `MAX_ATTEMPTS` an item ends after 25 s of waiting; more attempts wait longer."""
     if attempts < 1:
         return 0.0
-    return min(BACKOFF_FIRST_S * BACKOFF_FACTOR ** (attempts - 1), BACKOFF_MAX_S)
+    return min(first_s * BACKOFF_FACTOR ** (attempts - 1), BACKOFF_MAX_S)
 
 
 class _SharedFile:

@@ -13,7 +13,8 @@ person's who is not the owner (`peer`); someone's in a group conversation (`grou
 (`system`, e.g. a webhook unless configured otherwise)."""
 ChatType = Literal["direct", "group", "thread"]
 """What kind of conversation a user's message came from; the host derives its session from it (`routing.py`)."""
-OnDone = Callable[[bool], Awaitable[None]]
+OnDone = Callable[[bool, str | None], Awaitable[None]]
+"""Told whether the event was handled, and if not why (one line)."""
 
 
 @dataclass(frozen=True)

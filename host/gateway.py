@@ -19,7 +19,9 @@ from .heartbeat import is_heartbeat_ok
 from .inbox import Inbox
 from .last_target import LastTarget
 from .loop import Activity
+from .retries import Retries
 from .routing import DmScope, routed
+from .text import shorten
 
 logger = logging.getLogger(__name__)
 
@@ -92,9 +94,11 @@ class Gateway:
         last_target: LastTarget | None = None,
         dm_scope: DmScope = "main",
         inbox: Inbox | None = None,
+        retries: Retries | None = None,
     ) -> None:
         self.agent = agent
         self.inbox = inbox
+        self.retries = retries
         self.dm_scope: DmScope = dm_scope
         self.last_target = last_target
         self.channels = dict(channels)
@@ -160,6 +164,12 @@ class Gateway:
             logger.info("skipping event %s: already handled in session %s", event_id, event.session_key)
             await _done(event, True)
             return None
+        key = event.inbound_id
+        if key is not None and self.retries is not None:
+            if self.retries.used_up(key):
+                await self._set_aside(event, key)
+                return None
+            self.retries.started(key)
         if self._remembered(event) and self.last_target is not None:
             self.last_target.remember(event.target)
         command = find_command(event.text) if event.kind == "message" else None
@@ -184,8 +194,17 @@ class Gateway:
         if event_id is not None:
             self.agent.session(event.session_key).transcript.append("event", event_id=str(event_id))
         self._end(event)
+        if key is not None and self.retries is not None:
+            self.retries.succeeded(key)
         await _done(event, True)
         return reply
+
+    async def _set_aside(self, event: Event, key: str) -> None:
+        """A message whose turn took the host down too often: not run again; its sender and the owner are told."""
+        assert self.retries is not None
+        letter = await self.retries.set_aside(key, "message", event.target.channel, event)
+        said = f"I could not answer “{shorten(event.text, 80)}”: it failed {letter.attempts} times, so I set it aside."
+        await self.answer_once(event, f"{said} My owner can have me try again.")
 
     async def answer_once(self, event: Event, text: str) -> None:
         """Answer an accepted message with `text` (nothing when empty) and close it, without a turn."""
@@ -274,7 +293,9 @@ class Gateway:
                     logger.exception("turn failed for session %s", event.session_key)
                     await self._report_failure(event, exc)
                     self._end(event)  # the sender was told what failed: that is its answer
-                    await _done(event, False)
+                    if event.inbound_id is not None and self.retries is not None:
+                        self.retries.succeeded(event.inbound_id)
+                    await _done(event, False, f"{type(exc).__name__}: {exc}")
                 finally:
                     self._running -= 1
                     self._pending[event.session_key] -= 1
@@ -286,11 +307,11 @@ class Gateway:
             logger.exception("could not report the failure to %s", event.target)
 
 
-async def _done(event: Event, handled: bool) -> None:
+async def _done(event: Event, handled: bool, error: str | None = None) -> None:
     if event.on_done is None:
         return
     try:
-        await event.on_done(handled)
+        await event.on_done(handled, error)
     except Exception:  # e.g. the ack call failed: the item comes again and is then skipped as handled
         logger.warning("could not acknowledge a %s event", event.kind, exc_info=True)
 

@@ -45,7 +45,7 @@ class Inbox:
         if key in self._pending or key in self._ended:
             return False
         self._pending[key] = event
-        append_line(self.path, json.dumps({"op": "accepted", "event": _record(event)}, ensure_ascii=False))
+        append_line(self.path, json.dumps({"op": "accepted", "event": to_record(event)}, ensure_ascii=False))
         return True
 
     def end(self, key: str | None) -> None:
@@ -77,7 +77,7 @@ class Inbox:
             try:
                 entry = cast(dict[str, Any], json.loads(line))
                 if entry["op"] == "accepted":
-                    event = _event(entry["event"])
+                    event = from_record(entry["event"])
                     self._pending[event.inbound_id or ""] = event
                 else:
                     self._pending.pop(entry["id"], None)
@@ -89,12 +89,12 @@ class Inbox:
     def _compact(self) -> None:
         lines = [json.dumps({"op": "ended", "id": key}) for key in self._ended]
         lines += [
-            json.dumps({"op": "accepted", "event": _record(e)}, ensure_ascii=False) for e in self._pending.values()
+            json.dumps({"op": "accepted", "event": to_record(e)}, ensure_ascii=False) for e in self._pending.values()
         ]
         write_atomically(self.path, "".join(f"{line}\n" for line in lines))
 
 
-def _record(event: Event) -> dict[str, Any]:
+def to_record(event: Event) -> dict[str, Any]:
     """What it takes to run the event again in another process (not its callback)."""
     return {
         "kind": event.kind,
@@ -109,7 +109,7 @@ def _record(event: Event) -> dict[str, Any]:
     }
 
 
-def _event(record: dict[str, Any]) -> Event:
+def from_record(record: dict[str, Any]) -> Event:
     kind, chat, principal = record["kind"], record["chat"], record["principal"]
     if kind not in get_args(EventKind) or chat not in (*get_args(ChatType), None):
         raise ValueError(f"not an event: kind {kind!r}, chat {chat!r}")
@@ -124,7 +124,7 @@ def _event(record: dict[str, Any]) -> Event:
         metadata=dict(record["metadata"]),
         deliver=bool(record["deliver"]),
         principal=Principal(**principal),
-        inbound_id=str(record["inbound_id"]),
+        inbound_id=None if record.get("inbound_id") is None else str(record["inbound_id"]),
     )
 
 

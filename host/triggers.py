@@ -13,13 +13,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
-from anyio.abc import ObjectReceiveStream
+import anyio
+from anyio.abc import ObjectReceiveStream, TaskGroup
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .events import NOWHERE, Event, EventKind, Principal, Target, system
 from .origin import Origin
 from .pool import McpPool, ServerEvent
+from .retries import Retries
 
 logger = logging.getLogger(__name__)
 
@@ -109,13 +111,26 @@ def principal_of(server: str, item: Item, origin: Origin | None) -> Principal:
 
 
 class Relay:
-    """Reads changed resources and submits their items, each once while it is queued or running."""
+    """Reads changed resources and submits their items, each once while it is queued or running.
 
-    def __init__(self, pool: McpPool, submit: Submit, fallback: Fallback) -> None:
+    An item whose turn fails waits (`backoff_s`) before it is read again; one that used up its tries (`retries.py`)
+    is set aside as a dead letter and acknowledged, so it can neither loop nor take the host down at every start."""
+
+    def __init__(
+        self,
+        pool: McpPool,
+        submit: Submit,
+        fallback: Fallback,
+        retries: Retries | None = None,
+        later: TaskGroup | None = None,
+    ) -> None:
         self.pool = pool
         self.submit = submit
         self.fallback = fallback
+        self.retries = retries
         self._in_flight: set[tuple[str, str]] = set()
+        self._later = later
+        """Where the reads after a failed item's backoff wait; without it the next update reads it again."""
 
     async def handle(self, event: ServerEvent) -> None:
         try:
@@ -148,29 +163,58 @@ class Relay:
         self._in_flight.add(key)
         origin = origin_of(event.server, item)
         target = self._target(item, origin)
+        tries = f"{event.server}:{item.id}"
 
-        async def done(handled: bool) -> None:
+        async def done(handled: bool, error: str | None) -> None:
+            wait = 0.0
             try:
-                if handled and ack is not None:
-                    outcome = await self.pool.handles[event.server].call(ack.tool, {ack.argument: [item.id]})
-                    if outcome.is_error:
-                        logger.warning("%s did not acknowledge %s: %s", event.server, item.id, outcome.text)
+                if handled:
+                    await self._ack(event.server, item.id, ack)
+                    if self.retries is not None:
+                        self.retries.succeeded(tries)
+                elif self.retries is not None:
+                    wait = self.retries.failed(tries, error or "its turn failed")
+                    if self.retries.used_up(tries):
+                        wait = 0.0
+                        await self.retries.set_aside(tries, "server-item", event.server, submitted)
+                        await self._ack(event.server, item.id, ack)
             finally:
-                self._in_flight.discard(key)  # only now: a read racing the ack must not submit the item again
+                if wait and self._later is not None:  # read again after the wait, not at the next update
+                    self._later.start_soon(self._again_after, wait, key, event)
+                else:
+                    self._in_flight.discard(key)  # only now: a read racing the ack must not submit the item again
 
         kind: EventKind = item.kind
-        await self.submit(
-            Event(
-                kind,
-                f"[event from {event.server}]\n{item.text}",
-                target or NOWHERE,
-                session_key=session_for(event.server, item, origin),
-                metadata={**(item.model_extra or {}), "server": event.server, "uri": event.uri, "event_id": item.id},
-                deliver=target is not None,
-                on_done=done,
-                principal=principal_of(event.server, item, origin),
-            )
+        submitted = Event(
+            kind,
+            f"[event from {event.server}]\n{item.text}",
+            target or NOWHERE,
+            session_key=session_for(event.server, item, origin),
+            metadata={**(item.model_extra or {}), "server": event.server, "uri": event.uri, "event_id": item.id},
+            deliver=target is not None,
+            on_done=done,
+            principal=principal_of(event.server, item, origin),
         )
+        if self.retries is not None:
+            if self.retries.used_up(tries):  # it took the host down before: it does not get to do it again
+                self._in_flight.discard(key)
+                await self.retries.set_aside(tries, "server-item", event.server, submitted)
+                await self._ack(event.server, item.id, ack)
+                return
+            self.retries.started(tries)
+        await self.submit(submitted)
+
+    async def _ack(self, server: str, item_id: str, ack: Ack | None) -> None:
+        if ack is None:
+            return
+        outcome = await self.pool.handles[server].call(ack.tool, {ack.argument: [item_id]})
+        if outcome.is_error:
+            logger.warning("%s did not acknowledge %s: %s", server, item_id, outcome.text)
+
+    async def _again_after(self, wait: float, key: tuple[str, str], event: ServerEvent) -> None:
+        await anyio.sleep(wait)
+        self._in_flight.discard(key)
+        await self.handle(ServerEvent(event.server, event.uri))
 
     def _target(self, item: Item, origin: Origin | None) -> Target | None:
         """Where the reply goes: the item's channel and conversation (both named), else the user's last one; work
@@ -194,10 +238,15 @@ class Relay:
 
 
 async def relay_server_events(
-    events: ObjectReceiveStream[ServerEvent], pool: McpPool, submit: Submit, fallback: Fallback
+    events: ObjectReceiveStream[ServerEvent],
+    pool: McpPool,
+    submit: Submit,
+    fallback: Fallback,
+    retries: Retries | None = None,
 ) -> None:
     """Turn every server event into submitted events until the stream closes."""
-    relay = Relay(pool, submit, fallback)
-    async with events:
+    async with events, anyio.create_task_group() as later:
+        relay = Relay(pool, submit, fallback, retries, later)
         async for event in events:
             await relay.handle(event)
+        later.cancel_scope.cancel()

@@ -16,6 +16,7 @@ from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
 from hermitcrab.host.events import Event, Target
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.pool import McpPool, ServerEvent
+from hermitcrab.host.retries import Retries, owner_announcer
 from hermitcrab.host.session import SessionStore
 from hermitcrab.host.triggers import relay_server_events
 from tests.support.fences import fenced
@@ -56,7 +57,11 @@ async def test_a_plain_text_resource_update_becomes_a_server_event_turn():
 
 @asynccontextmanager
 async def host(
-    tmp_path: Path, provider: ScriptedProvider, channel: RecordingChannel, queue_file: Path | None = None
+    tmp_path: Path,
+    provider: ScriptedProvider,
+    channel: RecordingChannel,
+    queue_file: Path | None = None,
+    retries: Retries | None = None,
 ) -> AsyncIterator[tuple[McpPool, Gateway]]:
     """A pool, gateway and relay wired as `hermitcrab run` wires them, the test channel as the last conversation."""
     send, receive = anyio.create_memory_object_stream[ServerEvent](100)
@@ -66,7 +71,7 @@ async def host(
             Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")), {"test": channel}, ask_timeout_s=1
         )
         await group.start(gateway.serve)
-        group.start_soon(relay_server_events, receive, pool, gateway.submit, lambda: MAIN)
+        group.start_soon(relay_server_events, receive, pool, gateway.submit, lambda: MAIN, retries)
         yield pool, gateway
         group.cancel_scope.cancel()
 
@@ -217,3 +222,49 @@ async def test_an_origin_that_breaks_the_contract_gets_the_fewest_rights_not_the
     assert channel.sent == [(MAIN, "Water.")]  # the forged one went nowhere: no conversation is known for it
     assert fenced(provider.seen[0]["messages"][-1].content) is not None and "cron_add" not in provider.seen[0]["tools"]
     assert provider.seen[1]["messages"][-1].content == "[event from kit]\nwater"  # the owner's own job: not fenced
+
+
+class BrokenConversation(RecordingChannel):
+    """A channel whose one conversation `gone` can never be delivered to (a deleted Discord channel)."""
+
+    async def send(self, target: Target, text: str) -> None:
+        if target.conversation == "gone":
+            raise LookupError("Unknown Channel")
+        await super().send(target, text)
+
+
+async def test_an_item_that_keeps_failing_is_tried_three_times_with_waits_then_set_aside_and_acknowledged(
+    tmp_path: Path,
+):
+    provider = ScriptedProvider().say("one").say("two").say("three").say("never")
+    channel = BrokenConversation()
+    retries = Retries(tmp_path / "state", max_attempts=3, first_wait_s=0.05)
+    retries.announce = owner_announcer(channel.send, lambda: MAIN)
+    item = {"id": "job-1:run-1", "text": "remind me", "kind": "cron", "delivery": {"channel": "test", "to": "gone"}}
+    async with host(tmp_path, provider, channel, retries=retries) as (pool, _):
+        await pool.call("queue_push", {"item": item})
+        await wait_until_acked(pool, 1)
+
+    assert len(provider.seen) == 3  # three turns, then no more model calls
+    (letter,) = retries.letters.list()
+    assert (letter.key, letter.kind, letter.source, letter.attempts) == ("kit:job-1:run-1", "server-item", "kit", 3)
+    assert "Unknown Channel" in letter.reason and letter.announced
+    told = [text for target, text in channel.sent if target == MAIN and "set aside" in text]
+    assert len(told) == 1 and f"hermitcrab deadletters retry {letter.id}" in told[0]
+    assert retries.attempts.count("kit:job-1:run-1") == 0
+
+
+async def test_an_item_that_took_the_host_down_three_times_is_not_run_a_fourth(tmp_path: Path):
+    provider = ScriptedProvider().say("never")
+    channel = RecordingChannel()
+    retries = Retries(tmp_path / "state", max_attempts=3)
+    for _ in range(3):  # three starts that each died in the item's turn (kill -9 leaves only the count)
+        retries.started("kit:job-1:run-1")
+    async with host(tmp_path, provider, channel, retries=retries) as (pool, _):
+        await pool.call("queue_push", {"item": {"id": "job-1:run-1", "text": "poison", "kind": "cron"}})
+        await wait_until_acked(pool, 1)
+
+    assert provider.seen == []
+    assert [letter.reason for letter in retries.letters.list()] == [
+        "the host stopped during its turn (a crash or a kill)"
+    ]

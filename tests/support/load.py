@@ -147,11 +147,11 @@ async def queued_events(home: Path, items: int) -> QueueResult:
         async def submit(event: Event) -> None:
             inner = event.on_done
 
-            async def done(ok: bool) -> None:
+            async def done(ok: bool, error: str | None) -> None:
                 if ok:
                     ids[str(event.metadata["event_id"])] += 1
                 if inner is not None:
-                    await inner(ok)
+                    await inner(ok, error)
 
             await gateway.submit(replace(event, on_done=done))
 
