@@ -78,6 +78,9 @@ class BoundConversation:
         target = self.target
         if (channel or target.channel, to or target.conversation) != (target.channel, target.conversation):
             target = Target(channel or target.channel, to or target.conversation)
+            problem = self.gateway.target_problem(target.channel, target.conversation)
+            if problem is not None:
+                raise ValueError(problem)
         await self.gateway.deliver(target, text)
 
 
@@ -272,6 +275,15 @@ class Gateway:
                 if asking.shown is pending:
                     asking.shown = None
             return pending.answer
+
+    def target_problem(self, channel: str, to: str) -> str | None:
+        """Why (channel, to) cannot be delivered to, in words naming the field; None when it can be tried."""
+        found = self.channels.get(channel)
+        if found is None:
+            running = ", ".join(sorted(self.channels)) or "none"
+            return f"delivery.channel: no channel named {channel[:40]!r} runs here (running: {running})"
+        check = getattr(found, "check_conversation", None)  # optional: a channel that cannot tell accepts all
+        return check(to) if check is not None else None
 
     async def deliver(self, target: Target, text: str) -> None:
         channel = self.channels.get(target.channel)

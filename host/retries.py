@@ -53,9 +53,9 @@ class Retries:
     def succeeded(self, key: str) -> None:
         self.attempts.clear(key)
 
-    async def set_aside(self, key: str, kind: Kind, source: str, event: Event) -> Letter:
-        """Make `event` a dead letter with the last reason it failed, and tell the owner."""
-        reason = self.attempts.last_error(key) or INTERRUPTED
+    async def set_aside(self, key: str, kind: Kind, source: str, event: Event, reason: str | None = None) -> Letter:
+        """Make `event` a dead letter with `reason` (by default the last reason it failed), and tell the owner."""
+        reason = reason or self.attempts.last_error(key) or INTERRUPTED
         letter = self.letters.add(
             key=key,
             kind=kind,

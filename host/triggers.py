@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Literal
 
 import anyio
@@ -27,6 +28,8 @@ logger = logging.getLogger(__name__)
 
 Submit = Callable[[Event], Awaitable[None]]
 Fallback = Callable[[], Target | None]
+Check = Callable[[str, str], str | None]
+"""Why a (channel, conversation) cannot be delivered to, or None (`Gateway.target_problem`)."""
 
 
 class Delivery(BaseModel):
@@ -123,11 +126,13 @@ class Relay:
         fallback: Fallback,
         retries: Retries | None = None,
         later: TaskGroup | None = None,
+        check: Check | None = None,
     ) -> None:
         self.pool = pool
         self.submit = submit
         self.fallback = fallback
         self.retries = retries
+        self.check = check
         self._in_flight: set[tuple[str, str]] = set()
         self._later = later
         """Where the reads after a failed item's backoff wait; without it the next update reads it again."""
@@ -195,10 +200,14 @@ class Relay:
             on_done=done,
             principal=principal_of(event.server, item, origin),
         )
+        problem = self.check(target.channel, target.conversation) if target and self.check else None
+        if problem is not None:
+            logger.warning("%s item %s cannot be delivered: %s", event.server, item.id, problem)
+            submitted = replace(submitted, target=NOWHERE, deliver=False)
         if self.retries is not None:
-            if self.retries.used_up(tries):  # it took the host down before: it does not get to do it again
+            if problem is not None or self.retries.used_up(tries):  # no turn for what cannot end well
                 self._in_flight.discard(key)
-                await self.retries.set_aside(tries, "server-item", event.server, submitted)
+                await self.retries.set_aside(tries, "server-item", event.server, submitted, problem)
                 await self._ack(event.server, item.id, ack)
                 return
             self.retries.started(tries)
@@ -243,10 +252,11 @@ async def relay_server_events(
     submit: Submit,
     fallback: Fallback,
     retries: Retries | None = None,
+    check: Check | None = None,
 ) -> None:
     """Turn every server event into submitted events until the stream closes."""
     async with events, anyio.create_task_group() as later:
-        relay = Relay(pool, submit, fallback, retries, later)
+        relay = Relay(pool, submit, fallback, retries, later, check)
         async for event in events:
             await relay.handle(event)
         later.cancel_scope.cancel()

@@ -131,3 +131,28 @@ async def test_health_and_shutdown(hook):
 
     assert refused.status_code == 503 and submitted == []
     assert (await client.get("/healthz")).json() == {"ok": False}
+
+
+async def test_a_delivery_target_no_channel_can_take_is_refused_naming_the_field():
+    submitted: list[Event] = []
+
+    async def submit(event: Event) -> None:
+        submitted.append(event)
+
+    def check(channel: str, to: str) -> str | None:
+        return None if to.isdigit() else f"delivery.to: {to!r} is not a Discord channel id"
+
+    channel = WebhookChannel(TOKEN, submit, lambda: LAST, check=check)
+    port = free_port()
+    body = {"message": "hi", "delivery": {"channel": "discord", "to": "general"}}
+    async with anyio.create_task_group() as group:
+        await group.start(channel.serve, "127.0.0.1", port)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            response = await client.post("/hooks/agent", json=body, headers=AUTH)
+        channel.close()
+        group.cancel_scope.cancel()
+
+    assert response.status_code == 400 and response.json() == {
+        "error": "delivery.to: 'general' is not a Discord channel id"
+    }
+    assert submitted == []

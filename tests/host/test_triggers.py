@@ -268,3 +268,26 @@ async def test_an_item_that_took_the_host_down_three_times_is_not_run_a_fourth(t
     assert [letter.reason for letter in retries.letters.list()] == [
         "the host stopped during its turn (a crash or a kill)"
     ]
+
+
+async def test_an_item_for_a_conversation_no_channel_can_take_is_set_aside_at_once_with_no_turn(tmp_path: Path):
+    provider = ScriptedProvider().say("never")
+    channel = RecordingChannel()
+    retries = Retries(tmp_path / "state")
+    item = {"id": "job-1:run-1", "text": "remind", "kind": "cron", "delivery": {"channel": "pigeon", "to": "roof"}}
+    send, receive = anyio.create_memory_object_stream[ServerEvent](100)
+    settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings())
+    async with McpPool([kit()], on_event=send.send) as pool, anyio.create_task_group() as group:
+        gateway = Gateway(
+            Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")), {"test": channel}, ask_timeout_s=1
+        )
+        await group.start(gateway.serve)
+        relay = (receive, pool, gateway.submit, lambda: MAIN, retries, gateway.target_problem)
+        group.start_soon(relay_server_events, *relay)
+        await pool.call("queue_push", {"item": item})
+        await wait_until_acked(pool, 1)
+        group.cancel_scope.cancel()
+
+    assert provider.seen == []
+    (letter,) = retries.letters.list()
+    assert letter.reason == "delivery.channel: no channel named 'pigeon' runs here (running: test)"
