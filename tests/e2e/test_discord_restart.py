@@ -11,15 +11,18 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.support.fake_discord import OWNER, TOKEN, FakeDiscord, running_fake_discord
-from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
+from tests.support.fake_llm import FakeLLM, Reply, free_port, openai_text, openai_tool_calls
 
 from .conftest import CLI, TEST_SERVER, cli_env
 from .test_discord import stop
 from .test_run import wait_for
 
+HOOK_PORT = free_port()
+HOOK_TOKEN = "hook-token-for-delivery-tests"
 SLOW_S = 0.8
 TRIALS = 4
 """Kill -9 trials in the suite; bench/chaos.py runs many more (`--part messages`)."""
@@ -35,10 +38,27 @@ def discord_api() -> Iterator[FakeDiscord]:
 def start(
     hermitcrab_home: Path, llm: FakeLLM, discord_api: FakeDiscord, tmp_path: Path
 ) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
-    """Start `hermitcrab run` (the owner named, the test kit as its one server); each start logs to its own file."""
-    (hermitcrab_home / "config.toml").write_text(f'[heartbeat]\nevery_minutes = 0\n\n[discord]\nowners = ["{OWNER}"]\n')
+    """Start `hermitcrab run` (the owner named, the test kit as its one server, its queue in `kit-queue.json`, the
+    webhook on `HOOK_PORT`); each start logs to its own file."""
+    (hermitcrab_home / "config.toml").write_text(
+        f"""
+[heartbeat]
+every_minutes = 0
+
+[agent]
+retry_wait_s = 0.1
+
+[webhook]
+listen = "127.0.0.1:{HOOK_PORT}"
+token = "{HOOK_TOKEN}"
+
+[discord]
+owners = ["{OWNER}"]
+"""
+    )
     desktop = tmp_path / "desktop.json"
-    kit = {"command": sys.executable, "args": [str(TEST_SERVER), "--name", "kit"]}
+    queue = ["--queue-file", str(tmp_path / "kit-queue.json")]
+    kit = {"command": sys.executable, "args": [str(TEST_SERVER), "--name", "kit", *queue]}
     desktop.write_text(json.dumps({"mcpServers": {"kit": kit}}))
     env = cli_env(
         hermitcrab_home,
@@ -130,3 +150,54 @@ def test_kills_at_random_moments_leave_every_message_answered_once(start, discor
     said = [texts[0] for texts in answers.values()]
     assert all(text.startswith(("answer ", "I restarted while working on")) for text in said), said
     assert len(set(said)) == TRIALS  # no answer was delivered for two messages
+
+
+def test_poison_items_and_bodies_end_as_dead_letters_or_refusals_and_the_host_keeps_serving(
+    start, discord_api: FakeDiscord, llm: FakeLLM, hermitcrab_home: Path, tmp_path: Path
+):
+    owner_dm = discord_api.dm_channel(OWNER)
+    (hermitcrab_home / "state").mkdir(exist_ok=True)
+    (hermitcrab_home / "state" / "last_target.json").write_text(
+        json.dumps({"channel": "discord", "conversation": owner_dm, "user": OWNER})
+    )
+    nowhere = {"mode": "announce", "channel": "discord", "to": "not-a-channel"}
+    (tmp_path / "kit-queue.json").write_text(
+        json.dumps(
+            [
+                {"id": "job-1:run-1", "text": "remind the group", "kind": "cron", "delivery": nowhere},
+                {"id": "job-2:run-1", "text": "summarise the day", "kind": "cron"},  # every turn of it fails
+            ]
+        )
+    )
+    host = start()
+    auth = {"Authorization": f"Bearer {HOOK_TOKEN}"}
+    body = {"message": "x", "delivery": {"channel": "discord", "to": "general"}}
+    refused = httpx.post(f"http://127.0.0.1:{HOOK_PORT}/hooks/agent", json=body, headers=auth)
+
+    notices = lambda: [s.content for s in discord_api.in_channel(owner_dm) if "set aside" in s.content]  # noqa: E731
+    wait_for(lambda: len(notices()) == 2, f"not set aside: {discord_api.sent}", 30)
+    listed = deadletters(hermitcrab_home, llm, "list")
+    llm.enqueue(openai_text("Still here."))
+    asked = discord_api.user_says(OWNER, "are you there?")
+    wait_for(lambda: discord_api.replies_to(asked) != [], f"no answer: {discord_api.sent}")
+    failing = next(line.split()[0] for line in listed.stdout.splitlines() if "summarise the day" in line)
+    llm.enqueue(openai_text("Today: three meetings."))
+    retried = deadletters(hermitcrab_home, llm, "retry", failing)
+    wait_for(
+        lambda: any(s.content == "Today: three meetings." for s in discord_api.sent), f"not run: {discord_api.sent}"
+    )
+    stop(host)
+
+    assert refused.status_code == 400 and "delivery.to: 'general' is not a Discord channel id" in refused.text
+    assert "not-a-channel" in listed.stdout and "is not a Discord channel id" in listed.stdout
+    assert "summarise the day" in listed.stdout and "3 attempts" in listed.stdout
+    assert retried.returncode == 0
+    assert [m["messages"][-1]["content"] for m in llm.requests].count("are you there?") == 1
+    assert json.loads((tmp_path / "kit-queue.json").read_text()) == []  # both acknowledged to the server
+    assert "summarise the day" not in deadletters(hermitcrab_home, llm, "list").stdout
+
+
+def deadletters(home: Path, llm: FakeLLM, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "deadletters", *args], capture_output=True, text=True, env=cli_env(home, llm), timeout=30, check=False
+    )
