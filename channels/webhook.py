@@ -41,6 +41,8 @@ WAKE_SESSION = "webhook"
 
 Submit = Callable[[Event], Awaitable[None]]
 Fallback = Callable[[], Target | None]
+Check = Callable[[str, str], str | None]
+"""Why a (channel, conversation) cannot be delivered to, or None: the host's `Gateway.target_problem`."""
 
 
 class _Delivery(BaseModel):
@@ -82,8 +84,11 @@ class WebhookChannel:
     name = "webhook"
     display = "nothing to a person: the reply is POSTed as JSON text to a program; plain text, no chat chatter"
 
-    def __init__(self, token: str, submit: Submit, fallback: Fallback, *, owner: bool = False) -> None:
+    def __init__(
+        self, token: str, submit: Submit, fallback: Fallback, *, owner: bool = False, check: Check | None = None
+    ) -> None:
         self._token = token
+        self._check = check
         self._submit = submit
         self._fallback = fallback
         self._closing = False
@@ -100,6 +105,13 @@ class WebhookChannel:
 
     async def typing(self, target: Target) -> None:
         return None
+
+    def check_conversation(self, to: str) -> str | None:
+        """Why `to` cannot be a conversation of this channel, None when it can: the host checks delivery targets
+        where they are written (a cron job, a webhook call), not only when a delivery to them fails."""
+        if to.startswith(("http://", "https://")):
+            return None
+        return f"delivery.to: a webhook conversation is an http(s) URL, not {to[:80]!r}"
 
     def app(self) -> Starlette:
         return Starlette(
@@ -137,6 +149,11 @@ class WebhookChannel:
         if hook.session == "main" and not self._owner:
             message = "session 'main' is the owner's: hooks may use it only with [webhook] owner = true"
             return _Refused(400, message).response()
+        delivery = hook.delivery
+        if self._check is not None and delivery.channel and delivery.to:
+            problem = self._check(delivery.channel, delivery.to)
+            if problem is not None:
+                return _Refused(400, problem).response()
         hook_id = uuid.uuid4().hex[:12]
         target = self._target(hook.delivery)
         await self._submit(

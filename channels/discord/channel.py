@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import discord
@@ -31,7 +31,7 @@ from hermitcrab.host.events import ChatType, Event, Target
 
 from .access import Access, Where
 from .attachments import describe
-from .delivery import DeliveryFailed, Outbox
+from .delivery import DeliveryFailed, Outbox, conversation_problem
 from .prompt import ChoiceButtons
 from .welcome import announce_approvals, tell_owners
 
@@ -100,26 +100,51 @@ class DiscordChannel:
         """Log in, then stay connected (discord.py resumes a dropped gateway session) until cancelled.
 
         Reports started at once: an unreachable Discord is retried in the background, never holding up the host;
-        a refused token raises LoginRefused."""
+        a refused token raises LoginRefused. The channel's own background tasks only ever log their failures."""
         try:
             task_status.started()
             await self._login()
             async with anyio.create_task_group() as group:
                 self._group = group
-                group.start_soon(announce_approvals, self.client, self.access.pairing, self.name)
-                while True:
-                    try:
-                        await self.client.connect(reconnect=True)
-                    except discord.PrivilegedIntentsRequired:
-                        raise LoginRefused(INTENT_HELP) from None
-                    except (discord.DiscordException, KeyError, TypeError, ValueError) as exc:  # e.g. a bad dispatch
-                        if isinstance(exc, discord.ConnectionClosed) and exc.code == 4004:
-                            raise LoginRefused(f"Discord refused the bot token; {TOKEN_HELP}") from None
-                        logger.exception("discord: the connection failed; reconnecting in %g s", RECONNECT_S)
-                        await anyio.sleep(RECONNECT_S)
+                group.start_soon(
+                    _forever, "announcing approvals", announce_approvals, self.client, self.access.pairing, self.name
+                )
+                await self._stay_connected()
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 await self.client.close()
+
+    async def _stay_connected(self) -> None:
+        """Connect again whenever discord.py gives up on a connection: a dispatch it could not parse fails with
+        whatever its parser raised, and no payload may end the channel."""
+        while True:
+            try:
+                await self.client.connect(reconnect=True)
+            except discord.PrivilegedIntentsRequired:
+                raise LoginRefused(INTENT_HELP) from None
+            except Exception as exc:
+                if isinstance(exc, discord.ConnectionClosed) and exc.code == 4004:
+                    raise LoginRefused(f"Discord refused the bot token; {TOKEN_HELP}") from None
+                logger.exception("discord: the connection failed; reconnecting in %g s", RECONNECT_S)
+                await self._close_socket()
+                await anyio.sleep(RECONNECT_S)
+
+    async def _close_socket(self) -> None:
+        """Close the socket of the connection discord.py gave up on: it stays open otherwise, its heartbeat thread
+        still running, until Discord drops it a minute later, and every reconnect would leave one more."""
+        socket = cast(DiscordWebSocket | None, self.client.ws)  # typed as always set: None until connected
+        if socket is None or not socket.open:
+            return
+        with anyio.move_on_after(5):
+            try:
+                await socket.close()
+            except (OSError, discord.DiscordException) as exc:
+                logger.info("discord: could not close the old gateway socket: %s", exc)
+
+    def check_conversation(self, to: str) -> str | None:
+        """Why `to` cannot be a conversation of this channel, None when it can: the host checks delivery targets
+        where they are written (a cron job, a webhook call), not only when a delivery to them fails."""
+        return conversation_problem(to)
 
     async def _login(self) -> None:
         delay = 1.0
@@ -143,10 +168,16 @@ class DiscordChannel:
     async def typing(self, target: Target) -> None:
         """Keep "typing…" showing in the conversation until the next message is sent there."""
         self._stop_typing(target.conversation)
-        if self._group is None:
-            return
+        if self._group is None or conversation_problem(target.conversation) is not None:
+            return  # a conversation that is no channel: its delivery fails with the reason, typing has none to give
         scope = self._typing[target.conversation] = anyio.CancelScope()
-        self._group.start_soon(self._keep_typing, target.conversation, scope)
+        self._group.start_soon(
+            _logged, f"typing in {target.conversation}", self._keep_typing, target.conversation, scope
+        )
+
+    async def wait_ready(self) -> None:
+        """Until the bot is logged in and connected: a restart's recovery answers old messages only then."""
+        await self.client.wait_until_ready()
 
     async def idle(self, target: Target) -> None:
         """The turn is over (its reply, if any, follows): stop "typing…"."""
@@ -278,6 +309,23 @@ class DiscordChannel:
                 except (discord.HTTPException, OSError):
                     logger.info("discord: typing indicator failed in %s", conversation)
                 await anyio.sleep(TYPING_EVERY_S)
+
+
+async def _logged(what: str, work: Callable[..., Awaitable[None]], *args: Any) -> None:
+    """Run one of the channel's background tasks: a failure there is logged, never the end of the channel (and with
+    it of `hermitcrab run`), which is what an exception escaping into the channel's task group would be."""
+    try:
+        await work(*args)
+    except Exception:
+        logger.exception("discord: %s failed", what)
+
+
+async def _forever(what: str, work: Callable[..., Awaitable[None]], *args: Any) -> None:
+    """A background task meant to run as long as the channel: restarted, after a pause, whenever it fails."""
+    while True:
+        await _logged(what, work, *args)
+        logger.warning("discord: %s stopped; starting it again in %g s", what, RECONNECT_S)
+        await anyio.sleep(RECONNECT_S)
 
 
 def _where(channel: object, guild_id: int | None, channel_id: int | None = None) -> Where:

@@ -29,6 +29,15 @@ class DeliveryFailed(Exception):
     """A send Discord did not confirm, even after retries: the reply is not delivered (and is never claimed to be)."""
 
 
+class NotAChannel(DeliveryFailed, ValueError):
+    """A conversation that cannot be a Discord channel (a name, a URL): that delivery fails, nothing else does."""
+
+
+def conversation_problem(to: str) -> str | None:
+    """Why `to` cannot be a Discord conversation, or None for a plausible channel id (a snowflake: ASCII digits)."""
+    return None if to.isascii() and to.isdigit() else f"delivery.to: {to!r} is not a Discord channel id"
+
+
 class Outbox:
     """Sends for one client; remembers deferred slash commands and what could not be delivered where."""
 
@@ -45,8 +54,12 @@ class Outbox:
         return key
 
     async def post(self, target: Target, text: str, view: discord.ui.View | None = None) -> discord.Message | None:
-        """Send `text` in parts (the view on the last); the last message sent, None when there was nothing."""
+        """Send `text` in parts (the view on the last); the last message sent, None when there was nothing.
+
+        NotAChannel, before anything is sent, when the conversation is no channel id."""
         conversation = target.conversation
+        if (problem := conversation_problem(conversation)) is not None:
+            raise NotAChannel(problem)
         notices = self._undelivered.get(conversation, [])
         parts = split_message("\n".join(f"({notice})" for notice in notices) + "\n\n" + text if notices else text)
         interaction = self._interactions.pop(target.reply_to or "", None)

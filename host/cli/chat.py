@@ -1,30 +1,45 @@
-"""`hermitcrab chat`: an interactive conversation in the terminal."""
+"""`hermitcrab chat`: an interactive conversation in the terminal.
+
+Ctrl-C stops the running turn (the transcript records it as cancelled) and gives the prompt back; Ctrl-C at the
+prompt, Ctrl-D or /exit leaves.
+"""
 
 from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import AsyncIterator, Generator
+from contextlib import contextmanager
 
 import anyio
 import typer
 from rich.console import Console
 
-from hermitcrab.channels.terminal import TERMINAL, TerminalChannel
+from hermitcrab.channels.terminal import TERMINAL, LineReader, TerminalChannel
 
 from ..agent import Agent
+from ..commands import find_command
 from ..config import Settings, load_settings
-from ..events import OWNER, Event
+from ..events import OWNER, Event, Target
+from ..failures import failure_text
 from ..gateway import Gateway
+from ..routing import routed
 from ..triggers import relay_server_events
 from .options import McpConfigOption, VerboseOption
 from .runtime import open_agent, setup_logging
 
+logger = logging.getLogger(__name__)
 console = Console()
 EXIT_WORDS = frozenset({"/exit", "/quit", "exit", "quit"})
+CANCELLED = "(cancelled by the user)"
+POLL_S = 0.05
 
 
 def chat(
     mcp_config: McpConfigOption = None,
     verbose: VerboseOption = False,
 ) -> None:
-    """Chat with your agent in the main session (/help lists commands, /exit or Ctrl-D leaves)."""
+    """Chat with your agent in the main session (/help lists commands, Ctrl-C stops a turn, /exit or Ctrl-D leaves)."""
     settings = load_settings(mcp_config=mcp_config)
     setup_logging(verbose, settings)
     anyio.run(_chat, settings)
@@ -39,35 +54,108 @@ async def _chat(settings: Settings) -> None:
         gateway = Gateway(
             agent, {"terminal": terminal}, ask_timeout_s=settings.agent.ask_timeout_s, on_tool=terminal.tool_activity
         )
+        turns = _Turns(gateway, terminal, LineReader(console))
         _banner(agent)
         async with anyio.create_task_group() as group:
             await group.start(gateway.serve)
             if agent.pool is not None and agent.server_events is not None:
-                group.start_soon(relay_server_events, agent.server_events, agent.pool, gateway.submit, lambda: TERMINAL)
-            while True:
-                line = await _read_line("you> ")
-                if line is None or line.strip() in EXIT_WORDS:
-                    break
-                if line.strip():
-                    await _turn(gateway, Event("message", line.strip(), TERMINAL, principal=OWNER))
+                group.start_soon(relay_server_events, agent.server_events, agent.pool, turns.submit, lambda: TERMINAL)
+            with anyio.open_signal_receiver(signal.SIGINT) as interrupts:
+                ctrl_c = _CtrlC()
+                group.start_soon(ctrl_c.watch, interrupts)
+                await _converse(turns, ctrl_c)
             group.cancel_scope.cancel()
 
 
-async def _turn(gateway: Gateway, event: Event) -> None:
-    """Queue the message and wait for its session to go idle, reading lines that answer the agent's questions."""
-    await gateway.submit(event)
-    while gateway.pending(event.session_key):
-        if gateway.waiting_for_answer(event.target):
-            answer = await _read_line("answer> ")
-            await gateway.submit(Event("message", answer or "", event.target, principal=OWNER))
-        await anyio.sleep(0.05)
+async def _converse(turns: _Turns, ctrl_c: _CtrlC) -> None:
+    """Prompt, run the turn, again, until the user leaves."""
+    while True:
+        with ctrl_c.stops() as prompt:
+            line = await turns.reader.read("you> ")
+        if prompt.cancelled_caught:
+            console.print()  # the shell's prompt then starts on a line of its own
+            return
+        if line is None or line.strip() in EXIT_WORDS:
+            return
+        if not line.strip():
+            continue
+        with ctrl_c.stops() as turn:
+            await turns.run(Event("message", line.strip(), TERMINAL, principal=OWNER))
+        if turn.cancelled_caught:
+            console.print(f"[dim]{CANCELLED}[/dim]")
 
 
-async def _read_line(prompt: str) -> str | None:
-    try:
-        return await anyio.to_thread.run_sync(console.input, prompt, abandon_on_cancel=True)
-    except EOFError:
-        return None
+class _CtrlC:
+    """What Ctrl-C stops right now: the running turn, or the prompt (which leaves)."""
+
+    def __init__(self) -> None:
+        self._scope: anyio.CancelScope | None = None
+
+    async def watch(self, signals: AsyncIterator[int]) -> None:
+        async for _ in signals:
+            if self._scope is not None:
+                self._scope.cancel()
+
+    @contextmanager
+    def stops(self) -> Generator[anyio.CancelScope]:
+        """A block that the next Ctrl-C cancels."""
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                yield scope
+            finally:
+                self._scope = None
+
+
+class _Turns:
+    """The user's turns run in chat's own task, so that Ctrl-C can cancel one; server events still go through the
+    gateway's queue. Each waits for the other (a server event is queued only between the user's turns, a user's turn
+    starts once the events queued before it are done), so a session never runs two turns at once."""
+
+    def __init__(self, gateway: Gateway, terminal: TerminalChannel, reader: LineReader) -> None:
+        self.gateway = gateway
+        self.terminal = terminal
+        self.reader = reader
+        self._lock = anyio.Lock()
+
+    async def submit(self, event: Event) -> None:
+        """Queue a server event, once no turn of the user's runs."""
+        async with self._lock:
+            await self.gateway.submit(event)
+
+    async def run(self, event: Event) -> None:
+        """Run the user's message to its end, reading lines that answer the agent's questions meanwhile; a
+        cancelled turn is recorded as such, so the model and `/status` see where it stopped."""
+        event = routed(event, self.gateway.dm_scope)
+        async with self._lock:
+            while self.gateway.pending(event.session_key):
+                await anyio.sleep(POLL_S)
+            try:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._answer_questions, event.target)
+                    await self._process(event)
+                    group.cancel_scope.cancel()
+            except anyio.get_cancelled_exc_class():
+                if find_command(event.text) is None:  # a command (/status, /compact) writes no turn to record
+                    self.gateway.agent.session(event.session_key).transcript.append("assistant", text=CANCELLED)
+                raise
+
+    async def _process(self, event: Event) -> None:
+        try:
+            await self.gateway.process(event)
+        except Exception as exc:  # one failed turn must not end the chat
+            logger.exception("turn failed for session %s", event.session_key)
+            await self.terminal.send(event.target, failure_text(exc))
+
+    async def _answer_questions(self, target: Target) -> None:
+        while True:
+            if self.gateway.waiting_for_answer(target):
+                answer = await self.reader.read("answer> ")
+                if self.gateway.waiting_for_answer(target):
+                    await self.gateway.submit(Event("message", answer or "", target, principal=OWNER))
+                else:
+                    console.print("[dim](that question is no longer open)[/dim]")
+            await anyio.sleep(POLL_S)
 
 
 def _banner(agent: Agent) -> None:
@@ -80,7 +168,7 @@ def _banner(agent: Agent) -> None:
     )
     if down:
         console.print(f"[yellow]not running:[/yellow] {', '.join(down)} (see `hermitcrab doctor`)")
-    console.print("[dim]/help for commands, /exit or Ctrl-D to leave[/dim]")
+    console.print("[dim]/help for commands, Ctrl-C stops a turn, /exit or Ctrl-D to leave[/dim]")
 
 
 def register(app: typer.Typer) -> None:

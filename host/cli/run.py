@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 
@@ -14,10 +16,15 @@ from hermitcrab.channels.webhook import WebhookChannel
 
 from ..agent import Agent
 from ..config import Settings, load_settings
+from ..errors import ConfigError
 from ..events import Target
 from ..gateway import Gateway
 from ..heartbeat import Heartbeat
+from ..inbox import Inbox
 from ..last_target import LastTarget
+from ..lock import holding_home
+from ..recovery import recover
+from ..retries import Retries, owner_announcer
 from ..triggers import relay_server_events
 from .options import McpConfigOption, VerboseOption
 from .runtime import open_agent, setup_logging
@@ -29,17 +36,28 @@ def run(mcp_config: McpConfigOption = None, verbose: VerboseOption = False) -> N
     """Serve until Ctrl-C or SIGTERM: server events (cron, spawn), the heartbeat, webhooks and chat channels.
 
     On a stop signal the running turn finishes; queued server events stay with their servers for the next start.
+    Refused at once, before any server starts, when another `run` holds the home or the webhook's port is taken.
     """
     settings = load_settings(mcp_config=mcp_config)
     setup_logging(verbose, settings)
-    anyio.run(serve, settings)
+    with holding_home(settings.home, settings.state):
+        if settings.webhook.token:
+            check_listen(settings.webhook.host, settings.webhook.port)
+        anyio.run(serve, settings)
 
 
 async def serve(settings: Settings) -> None:
     async with open_agent(settings) as agent:
         last = LastTarget(settings.state / "last_target.json")
+        retries = Retries(settings.state, settings.agent.max_attempts, settings.agent.retry_wait_s)
         gateway = Gateway(
-            agent, {}, ask_timeout_s=settings.agent.ask_timeout_s, last_target=last, dm_scope=settings.dm_scope
+            agent,
+            {},
+            ask_timeout_s=settings.agent.ask_timeout_s,
+            last_target=last,
+            dm_scope=settings.dm_scope,
+            inbox=Inbox(settings.state / "inbox" / "inbox.jsonl"),
+            retries=retries,
         )
 
         def fallback() -> Target | None:
@@ -56,19 +74,28 @@ async def serve(settings: Settings) -> None:
             now=agent.now,
         )
         hooks = settings.webhook
-        webhook = WebhookChannel(hooks.token, gateway.submit, fallback, owner=hooks.owner) if hooks.token else None
+        webhook = (
+            WebhookChannel(hooks.token, gateway.submit, fallback, owner=hooks.owner, check=gateway.target_problem)
+            if hooks.token
+            else None
+        )
         async with anyio.create_task_group() as group:
             await group.start(gateway.serve)
             if webhook is not None:
                 gateway.add_channel(webhook)
-                await group.start(webhook.serve, settings.webhook.host, settings.webhook.port)
+                check_listen(hooks.host, hooks.port)  # again: starting the servers took a while
+                await group.start(webhook.serve, hooks.host, hooks.port)
             if token := settings.discord.token:
                 from . import discord_bot  # here, not above: only a `run` with a bot token pays for discord.py
 
                 await discord_bot.start(token, settings, gateway, group)
             if agent.pool is not None and agent.server_events is not None:
-                group.start_soon(relay_server_events, agent.server_events, agent.pool, gateway.submit, fallback)
+                relay = (agent.server_events, agent.pool, gateway.submit, fallback, retries, gateway.target_problem)
+                group.start_soon(relay_server_events, *relay)
             group.start_soon(heartbeat.run)
+            retries.announce = owner_announcer(gateway.deliver, fallback)
+            group.start_soon(retries.serve, gateway.enqueue)
+            group.start_soon(recover, gateway)
             _ready(agent, settings, webhook is not None, bool(settings.discord.token))
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for signum in signals:
@@ -88,6 +115,36 @@ async def _stop_now_on_second_signal(signals: AsyncIterator[int], drain: anyio.C
         logger.warning("second stop signal: not waiting for the running turn")
         drain.cancel()
         return
+
+
+def check_listen(host: str, port: int) -> None:
+    """A ConfigError naming the setting when the webhook could not listen on `host:port`.
+
+    Checked by binding it ourselves: uvicorn reports a taken port by logging its own error and exiting the process
+    from inside the event loop, which ends `run` with a traceback instead of one line."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigError(_cannot_listen(host, port, exc.strerror or str(exc), "an address of this machine")) from None
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise ConfigError(_cannot_listen(host, port, "address in use", "a free port")) from None
+                reason = (exc.strerror or str(exc)).lower()
+                raise ConfigError(_cannot_listen(host, port, reason, "an address of this machine")) from None
+
+
+def _cannot_listen(host: str, port: int, reason: str, wanted: str) -> str:
+    return (
+        f"the webhook cannot listen on {host}:{port} ({reason}): "
+        f"set [webhook] listen or HERMITCRAB_WEBHOOK_LISTEN to {wanted}"
+    )
 
 
 def _ready(agent: Agent, settings: Settings, webhook: bool, discord: bool) -> None:

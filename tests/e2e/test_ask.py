@@ -31,6 +31,7 @@ def test_tool_round_trip_prints_only_the_final_reply(hermitcrab, llm, desktop_co
         "fail",
         "guarded",
         "hang",
+        "hearsay",
         "message",
         "pid",
         "publish",

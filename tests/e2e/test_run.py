@@ -146,6 +146,7 @@ def test_a_reminder_the_agent_schedules_with_the_cron_server_fires_and_is_announ
     desktop = tmp_path / "desktop.json"
     cron = {"command": sys.executable, "args": ["-m", "hermitcrab.servers.cron", "--state", str(cron_state)]}
     desktop.write_text(json.dumps({"mcpServers": {"cron": cron}}))
+    (hermitcrab_home / "config.toml").write_text("[webhook]\nowner = true\n")  # the hook speaks for the owner
     host = Host(hermitcrab_home, llm, desktop, tmp_path / "run.log")
     at = (datetime.now(UTC) + timedelta(seconds=3)).isoformat()
     job = {

@@ -5,7 +5,8 @@ Gateway: HELLO, IDENTIFY → READY (with this server's own `resume_gateway_url`)
 their ACKs, RESUME (the dispatches the client missed are replayed, then RESUMED), MESSAGE_CREATE and
 INTERACTION_CREATE from the test. REST: the login calls, slash command registration, opening a DM, messages
 (sent, edited, with replies and buttons), typing, interaction callbacks and follow-ups, attachment downloads. A test
-can make the next sends fail with a status (`fail_sends`) and drop the gateway connection (`drop`).
+can make the next sends fail with a status (`fail_sends`), drop the gateway connection (`drop`), send a dispatch
+discord.py cannot parse (`garble`) and count the gateway sockets still open (`open_sockets`).
 
 It runs on its own event loop in a thread; the test talks to it through plain methods.
 """
@@ -71,6 +72,7 @@ class FakeDiscord:
     _seq: int = 0
     _log: list[Json] = field(default_factory=list[Json])
     _ws: web.WebSocketResponse | None = None
+    _sockets: list[web.WebSocketResponse] = field(default_factory=list[web.WebSocketResponse])
     _transport: asyncio.Transport | None = None
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _interactions: dict[str, str] = field(default_factory=dict[str, str])
@@ -88,6 +90,11 @@ class FakeDiscord:
     @property
     def connected(self) -> bool:
         return self._ws is not None and not self._ws.closed and self._session is not None
+
+    @property
+    def open_sockets(self) -> int:
+        """Gateway connections not closed yet, the current one and any the client left open."""
+        return sum(not ws.closed for ws in self._sockets)
 
     def snowflake(self) -> str:
         return str(((int(time.time() * 1000) - 1420070400000) << 22) + next(self._ids))
@@ -170,6 +177,10 @@ class FakeDiscord:
 
         self._call(cut())
 
+    def garble(self) -> None:
+        """Send a dispatch discord.py cannot parse: a MESSAGE_CREATE without any of its fields."""
+        self._call(self._dispatch("MESSAGE_CREATE", {}))
+
     def replies_to(self, message_id: str) -> list[Sent]:
         return [s for s in self.sent if s.reply_to == message_id]
 
@@ -182,6 +193,7 @@ class FakeDiscord:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         self._ws, self._transport = ws, request.transport
+        self._sockets.append(ws)
         await ws.send_json({"op": 10, "d": {"heartbeat_interval": 41250}, "s": None, "t": None})
         async for frame in ws:
             if frame.type != WSMsgType.TEXT:

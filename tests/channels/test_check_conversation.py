@@ -1,0 +1,40 @@
+"""Each channel says which delivery targets it can reach, so the host can refuse a wrong one where it is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hermitcrab.channels.discord import Access, DiscordChannel
+from hermitcrab.channels.pairing import PairingStore
+from hermitcrab.channels.webhook import WebhookChannel
+from hermitcrab.host.events import Event
+
+
+async def _ignore(event: Event) -> None:
+    return None
+
+
+@pytest.fixture
+def discord_channel(tmp_path: Path) -> DiscordChannel:
+    access = Access("pairing", (), {}, PairingStore(tmp_path))
+    return DiscordChannel("token", access, _ignore, inbox=tmp_path / "inbox", max_text_bytes=1000)
+
+
+def test_a_discord_conversation_is_a_channel_id(discord_channel: DiscordChannel):
+    assert discord_channel.check_conversation("800000000000000002") is None
+    assert discord_channel.check_conversation("general") == "delivery.to: 'general' is not a Discord channel id"
+    assert discord_channel.check_conversation("not-a-channel") is not None
+    assert discord_channel.check_conversation("") is not None
+    assert discord_channel.check_conversation("١٢٣") is not None  # digits, but not ones Discord uses
+
+
+def test_a_webhook_conversation_is_an_http_url():
+    channel = WebhookChannel("token", _ignore, lambda: None)
+
+    assert channel.check_conversation("https://example.com/hook") is None
+    assert channel.check_conversation("http://127.0.0.1:9000/sink") is None
+    assert channel.check_conversation("general") == (
+        "delivery.to: a webhook conversation is an http(s) URL, not 'general'"
+    )

@@ -1,0 +1,107 @@
+"""The Discord channel keeps `hermitcrab run` up: a garbled gateway dispatch is one reconnect on one socket, and a
+delivery to a conversation that is no channel fails alone. The real discord.py client against the fake Discord."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.fake_discord import OWNER, TOKEN, FakeDiscord, running_fake_discord
+from tests.support.fake_llm import FakeLLM, free_port, openai_text
+
+from .conftest import CLI, cli_env
+from .test_discord import CONFIG, first_reply, stop
+from .test_run import wait_for
+
+HOOK_TOKEN = "resilience-hook-token"
+
+
+@pytest.fixture
+def discord_api() -> Iterator[FakeDiscord]:
+    with running_fake_discord() as fake:
+        yield fake
+
+
+class Run:
+    """`hermitcrab run` with the Discord channel on the fake and a webhook endpoint."""
+
+    def __init__(self, home: Path, llm: FakeLLM, discord_api: FakeDiscord, log: Path) -> None:
+        self.port = free_port()
+        self.log = log
+        env = {
+            "DISCORD_TOKEN": TOKEN,
+            "HERMITCRAB_DISCORD_API_BASE": discord_api.api_base,
+            "HERMITCRAB_DISCORD_GATEWAY_URL": discord_api.gateway_url,
+            "HERMITCRAB_WEBHOOK_LISTEN": f"127.0.0.1:{self.port}",
+            "HERMITCRAB_WEBHOOK_TOKEN": HOOK_TOKEN,
+        }
+        with log.open("w") as stderr:
+            self.process = subprocess.Popen([*CLI, "run"], stderr=stderr, env=cli_env(home, llm, env))
+        wait_for(lambda: discord_api.connected and bool(discord_api.commands), f"not connected: {self.stderr}")
+
+    @property
+    def stderr(self) -> str:
+        return self.log.read_text()
+
+    def hook(self, body: dict[str, object]) -> httpx.Response:
+        url = f"http://127.0.0.1:{self.port}/hooks/agent"
+        return httpx.post(url, json=body, headers={"Authorization": f"Bearer {HOOK_TOKEN}"})
+
+
+@pytest.fixture
+def start(hermitcrab_home: Path, llm: FakeLLM, discord_api: FakeDiscord, tmp_path: Path) -> Iterator[Callable[[], Run]]:
+    (hermitcrab_home / "config.toml").write_text(CONFIG)
+    started: list[Run] = []
+
+    def launch() -> Run:
+        host = Run(hermitcrab_home, llm, discord_api, tmp_path / "run.log")
+        started.append(host)
+        return host
+
+    yield launch
+    for host in started:
+        host.process.kill()
+        host.process.wait(timeout=10)
+
+
+def test_a_dispatch_discord_py_cannot_parse_reconnects_on_one_socket_and_a_dm_gets_one_reply(
+    start: Callable[[], Run], discord_api: FakeDiscord, llm: FakeLLM
+):
+    host = start()
+
+    discord_api.garble()
+    wait_for(lambda: discord_api.identifies == 2 and discord_api.connected, f"no reconnect: {host.stderr}")
+
+    assert discord_api.open_sockets == 1  # the old socket was closed before the new one opened
+    llm.enqueue(openai_text("Connected again."))
+    message = discord_api.user_says(OWNER, "are you back?")
+    assert first_reply(discord_api, message).content == "Connected again."
+    assert stop(host.process) == 0
+    assert len(discord_api.replies_to(message)) == 1 and discord_api.open_sockets == 0
+
+
+def test_a_delivery_to_a_discord_conversation_that_is_no_channel_id_fails_alone_and_the_host_keeps_serving(
+    start: Callable[[], Run], discord_api: FakeDiscord, llm: FakeLLM, hermitcrab_home: Path
+):
+    host = start()
+    llm.enqueue(openai_text("Posted to general."))
+
+    response = host.hook({"message": "post the news", "delivery": {"channel": "discord", "to": "general"}})
+
+    problem = "delivery.to: 'general' is not a Discord channel id"
+    if response.status_code == 202:  # refused only when delivered
+        host_log = hermitcrab_home / "state" / "logs" / "host.log"
+        wait_for(lambda: problem in host_log.read_text() or host.process.poll() is not None, "nothing failed")
+    else:  # refused where the target is given
+        assert response.status_code == 400 and problem in response.text
+        llm.script.clear()
+    assert host.process.poll() is None, host.stderr
+    llm.enqueue(openai_text("Still here."))
+    message = discord_api.user_says(OWNER, "are you still there?")
+    assert first_reply(discord_api, message).content == "Still here."
+    assert stop(host.process) == 0
+    assert [sent.content for sent in discord_api.sent] == ["Still here."]
