@@ -67,7 +67,7 @@ def memory_mb(pid: int) -> dict[str, float]:
 
 
 async def bench_server(jobs: int, duration: float, state: Path) -> dict[str, Any]:
-    command = ["-m", "hermitcrab.servers.cron", "--state", str(state)]
+    command = ["-m", "hermitcrab.servers.cron", "--state", str(state), "--min-interval-s", "0", "--max-jobs", str(jobs)]
     params = StdioServerParameters(command=sys.executable, args=command)
     seen: dict[str, tuple[str, datetime, datetime, float]] = {}  # id -> (job, scheduled, fired, seen at)
     repeats = 0
@@ -205,8 +205,9 @@ class CountingChannel:
 
 async def bench_host(jobs: int, duration: float, home: Path) -> dict[str, Any]:
     """Jobs firing every second through the whole host: pool, relay, gateway, a turn, delivery, ack."""
+    limits = ("--min-interval-s", "0", "--max-jobs", str(jobs))  # every second, `jobs` of them: the point here
     cron = ServerConfig(
-        "cron", command=sys.executable, args=("-m", "hermitcrab.servers.cron", "--state", str(home / "cron"))
+        "cron", command=sys.executable, args=("-m", "hermitcrab.servers.cron", "--state", str(home / "cron"), *limits)
     )
     settings = Settings(home=home, providers=(), servers=(cron,), agent=AgentSettings())
     channel = CountingChannel()

@@ -130,6 +130,22 @@ FACTS: dict[str, ServerFacts] = {
                 "An overdue job runs once if at most this late, else it is recorded as missed.",
                 43200,
             ),
+            Setting(
+                "min_interval_s",
+                "--min-interval-s",
+                "number",
+                "Minimum interval (seconds)",
+                "A job the assistant adds or reschedules may not run more often than this; 0 allows any schedule.",
+                300,
+            ),
+            Setting(
+                "max_jobs",
+                "--max-jobs",
+                "number",
+                "Most jobs",
+                "Adding a job is refused once there are this many.",
+                20,
+            ),
         ),
     ),
     "spawn": ServerFacts(

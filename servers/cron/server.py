@@ -21,6 +21,7 @@ from . import webhook
 from .engine import Engine, Tick, next_run
 from .events import EVENTS_URI, Item, render, wake_item
 from .jobs import MAX_TEXT_CHARS, Delivery, Job, JobPatch, JobSpec, LastRun, Schedule, Session, check_future, new_id
+from .limits import DEFAULT_MAX_JOBS, DEFAULT_MIN_INTERVAL_S, Limits
 from .runs import RunLog
 from .store import State, Store
 
@@ -63,6 +64,8 @@ class Status(BaseModel):
     pending_webhooks: int = Field(description="Webhook deliveries waiting for their next try.")
     next_run: str | None = Field(description="The soonest next run of any job, in words.")
     grace_s: float = Field(description="How late an overdue run may still be caught up after downtime.")
+    min_interval_s: float = Field(description="How close together the runs of a job added or rescheduled may come.")
+    max_jobs: int = Field(description="How many jobs this server keeps at most; cron_add beyond it is refused.")
     warnings: list[str]
 
 
@@ -94,9 +97,15 @@ def build_server(
     grace_s: float = DEFAULT_GRACE_S,
     backoff: Sequence[float] = webhook.BACKOFF_S,
     poll_s: float = 1.0,
+    min_interval_s: float = DEFAULT_MIN_INTERVAL_S,
+    max_jobs: int = DEFAULT_MAX_JOBS,
 ) -> MCPServer:
-    """The cron server keeping its store in `state`; `backoff` is the webhook retry schedule in seconds."""
+    """The cron server keeping its store in `state`; `backoff` is the webhook retry schedule in seconds.
+
+    `min_interval_s` and `max_jobs` bound what cron_add and cron_update accept (see limits.py).
+    """
     store = Store(state)
+    limits = Limits(min_interval_s, max_jobs)
     notifier = Notifier(EVENTS_URI)
     engine = Engine(store, RunLog(state), notifier, grace_s, backoff, poll_s)
 
@@ -147,6 +156,8 @@ def build_server(
             pending_webhooks=len(current.outbox),
             next_run=f"{soonest[1].name}: {engine.next_in_words(soonest[1], now)[1]}" if soonest else None,
             grace_s=grace_s,
+            min_interval_s=limits.min_interval_s,
+            max_jobs=limits.max_jobs,
             warnings=store.warnings,
         )
 
@@ -168,13 +179,17 @@ def build_server(
         {"kind": "every", "every_seconds": 1800}, {"kind": "cron", "expr": "0 9 * * 1-5", "tz": "Europe/Berlin"}.
         `payload` {"kind": "system_event", "text": ...} goes to the main session; {"kind": "agent_turn",
         "message": ...} runs in an isolated session. `delivery` (default announce) says where the reply goes.
+        Runs of a repeating job must be at least the server's minimum interval apart, and the number of jobs is
+        capped (cron_status shows both).
         """
         now = datetime.now(UTC)
         who = caller_of(ctx)
         refuse_past("job", job.schedule, now)
+        limits.refuse_too_often("job", job.schedule, now)
         refuse_beyond_rights(who, job.session, job.delivery)
 
         def add(state: State) -> Job:
+            limits.refuse_too_many(len(state.jobs), len(visible(state, who)))
             identity = {"id": new_id(job.name, state.jobs), "created_at": now, "since": now, "origin": who.origin}
             stored = Job.model_validate({**job.model_dump(), **identity})
             state.jobs[stored.id] = stored
@@ -184,11 +199,13 @@ def build_server(
 
     @server.tool()
     async def cron_update(ctx: Context, job_id: JobId, patch: JobPatch) -> JobView:
-        """Change a job: each field given in `patch` replaces the job's (a new schedule starts from now)."""
+        """Change a job: each field given in `patch` replaces the job's (a new schedule starts from now, and its runs
+        must be at least the server's minimum interval apart)."""
         now = datetime.now(UTC)
         who = caller_of(ctx)
         if patch.schedule is not None:
             refuse_past("patch", patch.schedule, now)
+            limits.refuse_too_often("patch", patch.schedule, now)
 
         def update(state: State) -> Job:
             try:

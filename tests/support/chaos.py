@@ -188,7 +188,7 @@ async def cron_trial(base: Path, rng: random.Random) -> list[str]:
     state = base / "state"
     kill_after = rng.uniform(0.5, 2.5)
     overdue_at = datetime.now(UTC) + timedelta(seconds=kill_after + 1.5)
-    async with server("hermitcrab.servers.cron", "--state", str(state)) as (client, pid):
+    async with server("hermitcrab.servers.cron", "--state", str(state), "--min-interval-s", "0") as (client, pid):
         for number in range(5):
             job = {
                 "name": f"tick {number}",

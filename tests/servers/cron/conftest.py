@@ -27,10 +27,12 @@ def state(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def cron_server(state: Path) -> CronServer:
-    """Build a server on `state` (a short poll so a second server notices changes quickly)."""
+    """Build a server on `state` (a short poll so a second server notices changes quickly, and no minimum interval:
+    the tests fire jobs every second; test_cron_limits.py sets one)."""
 
     def make(**options: Any) -> MCPServer:
         options.setdefault("poll_s", 0.1)
+        options.setdefault("min_interval_s", 0)
         return build_server(state, **options)
 
     return make

@@ -18,7 +18,7 @@ from tests.support.processes import help_of, pid_serving, serving
 
 def test_help_lists_the_flags():
     shown = help_of("hermitcrab.servers.cron")
-    for flag in ("--state", "--grace-s", "--http", "--log-level"):
+    for flag in ("--state", "--grace-s", "--min-interval-s", "--max-jobs", "--http", "--log-level"):
         assert flag in shown
 
 
@@ -33,7 +33,9 @@ async def test_serves_streamable_http(state: Path):
 
 
 def server_params(state: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "hermitcrab.servers.cron", "--state", str(state)])
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "hermitcrab.servers.cron", "--state", str(state), "--min-interval-s", "0"]
+    )
 
 
 async def test_kill_9_then_restart_runs_no_tick_twice_and_catches_up_once(state: Path):
