@@ -74,6 +74,13 @@ class BoundConversation:
     async def ask(self, question: str, choices: Sequence[str] | None = None) -> str | None:
         return await self.gateway.ask(self.target, question, choices)
 
+    def target_problem(self, channel: str, to: str) -> str | None:
+        """Why a later delivery to (channel, to) would fail, as far as this process can tell: a channel that does
+        not run here (a job made in `chat` for Discord) may well run in `hermitcrab run`."""
+        if channel not in self.gateway.channels:
+            return None
+        return self.gateway.target_problem(channel, to)
+
     async def send(self, text: str, channel: str | None = None, to: str | None = None) -> None:
         target = self.target
         if (channel or target.channel, to or target.conversation) != (target.channel, target.conversation):

@@ -91,6 +91,9 @@ class HostToolbox:
             return await self._message(arguments)
         if self.pool is None:
             return ToolOutcome(f"unknown tool {name!r}", True)
+        problem = self._delivery_problem(arguments)
+        if problem is not None:
+            return ToolOutcome(f"{name} was not called: {problem}", True)
         token = current_asker.set(self._ask_naming_origin)
         try:
             meta = caller_meta(self.event.principal, self.session_key, self.event.target)
@@ -101,6 +104,18 @@ class HostToolbox:
             server = self.pool.server_of(name) or "a"
             return ToolOutcome(fence(outcome.text, f"the {server} server, which marked it as others' content"))
         return outcome
+
+    def _delivery_problem(self, arguments: dict[str, Any]) -> str | None:
+        """A `delivery` of the server-event contract in the arguments (a cron job's) that no channel here can take,
+        caught when the job is made rather than each time it fires."""
+        check = getattr(self.conversation, "target_problem", None)
+        if check is None:
+            return None
+        for where, delivery in _deliveries(arguments):
+            channel, to = delivery.get("channel"), delivery.get("to")
+            if isinstance(channel, str) and isinstance(to, str) and (problem := check(channel, to)) is not None:
+                return f"{where}{problem}"
+        return None
 
     def _allowed(self, name: str) -> bool:
         own = name in (ASK_USER.name, MESSAGE.name, SKILL.name)
@@ -140,3 +155,16 @@ class HostToolbox:
             )
         await self.conversation.send(text, channel, to)
         return ToolOutcome("sent")
+
+
+def _deliveries(value: object, where: str = "", depth: int = 0) -> list[tuple[str, dict[str, Any]]]:
+    """Every `delivery` object in a tool's arguments with the path to it (`job.`), a few levels deep."""
+    if depth > 4 or not isinstance(value, dict):
+        return []
+    found: list[tuple[str, dict[str, Any]]] = []
+    for key, inner in cast(dict[str, object], value).items():
+        if key == "delivery" and isinstance(inner, dict):
+            found.append((where, cast(dict[str, Any], inner)))
+        else:
+            found.extend(_deliveries(inner, f"{where}{key}.", depth + 1))
+    return found

@@ -226,8 +226,9 @@ class Relay:
         await self.handle(ServerEvent(event.server, event.uri))
 
     def _target(self, item: Item, origin: Origin | None) -> Target | None:
-        """Where the reply goes: the item's channel and conversation (both named), else the user's last one; work
-        someone else set up goes back only to the conversation it came from."""
+        """Where the reply goes: the item's channel and conversation (both named), else the conversation the work
+        was asked for in (when its channel runs here), else the owner's last one; work someone else set up goes back
+        only to the conversation it came from."""
         delivery = item.delivery
         if delivery.mode != "announce":
             return None
@@ -240,6 +241,9 @@ class Relay:
             return origin.target
         if named is not None:
             return named
+        asked_in = origin.target if origin is not None else None
+        if asked_in is not None and (self.check is None or self.check(asked_in.channel, asked_in.conversation) is None):
+            return asked_in
         target = self.fallback()
         if target is None:
             logger.warning("no conversation known to announce %s in; its reply stays in the transcript", item.id)

@@ -97,3 +97,17 @@ async def test_a_result_the_server_marks_as_others_content_reaches_the_model_fen
     results = {m.tool_call_id: m.content for m in provider.seen[1]["messages"] if m.role == "tool"}
     assert fenced(results["h"]) == ("the kit server, which marked it as others' content", page)
     assert results["e"] == "plain"
+
+
+async def test_a_job_for_a_conversation_no_channel_can_take_is_refused_before_the_server_sees_it(tmp_path: Path):
+    job = {"name": "x", "delivery": {"mode": "announce", "channel": "test", "to": "not-a-room"}}
+    provider = ScriptedProvider().call(("q", "queue_push", {"item": job})).say("ok")
+    kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
+    settings = Settings(home=tmp_path, providers=(), servers=(kit,), agent=AgentSettings())
+    room = AnsweringChannel("")
+    room.check_conversation = lambda to: None if to.startswith("room") else f"delivery.to: {to!r} is no room"
+
+    await run_turn_with_servers(settings, provider, room, Event("message", "go", ROOM, principal=OWNER))
+
+    results = {m.tool_call_id: m.content for m in provider.seen[1]["messages"] if m.role == "tool"}
+    assert results["q"] == "queue_push was not called: item.delivery.to: 'not-a-room' is no room"

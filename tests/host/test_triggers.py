@@ -291,3 +291,29 @@ async def test_an_item_for_a_conversation_no_channel_can_take_is_set_aside_at_on
     assert provider.seen == []
     (letter,) = retries.letters.list()
     assert letter.reason == "delivery.channel: no channel named 'pigeon' runs here (running: test)"
+
+
+async def test_the_owners_own_work_reports_where_it_was_asked_for_else_to_the_last_conversation(tmp_path: Path):
+    provider = ScriptedProvider().say("Found it.").say("Done.")
+    channel = RecordingChannel()
+    asked_here = {"session": "test:group:team", "principal": "owner", "channel": "test", "to": "team"}
+    asked_in_terminal = {"session": "main", "principal": "owner", "channel": "terminal", "to": "local"}
+    items = [
+        {"id": "run-1", "text": "[sub-agent finished]", "kind": "subagent", "origin": asked_here},
+        {"id": "run-2", "text": "[sub-agent finished]", "kind": "subagent", "origin": asked_in_terminal},
+    ]
+    send, receive = anyio.create_memory_object_stream[ServerEvent](100)
+    settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings())
+    async with McpPool([kit()], on_event=send.send) as pool, anyio.create_task_group() as group:
+        gateway = Gateway(
+            Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")), {"test": channel}, ask_timeout_s=1
+        )
+        await group.start(gateway.serve)
+        relay = (receive, pool, gateway.submit, lambda: MAIN, None, gateway.target_problem)
+        group.start_soon(relay_server_events, *relay)
+        for item in items:
+            await pool.call("queue_push", {"item": item})
+            await wait_until_acked(pool, len(channel.sent) + 1)
+        group.cancel_scope.cancel()
+
+    assert [target for target, _ in channel.sent] == [Target("test", "team"), MAIN]
