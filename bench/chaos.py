@@ -7,9 +7,11 @@ the same state and checked (tests/e2e/test_chaos.py runs one per part). Prints t
 - exec: write_file / edit_file on four files -> each file one whole version, never a mix;
 - cron: five jobs every second and one falling due while the server is down -> no run queued twice, the overdue
   job run exactly once;
-- spawn: runs finishing -> every run announced exactly once, no process of a run outliving the server.
+- spawn: runs finishing -> every run announced exactly once, no process of a run outliving the server;
+- messages: `hermitcrab run` answering the owner's Discord DMs (the real discord.py client, a fake Discord), killed
+  0-1.5 s after each DM and started again -> every DM answered exactly once (its answer, or the restart notice).
 
-Run: .venv/bin/python bench/chaos.py [--trials 100] [--parts host,memory,exec,cron,spawn] [--embedder none]
+Run: .venv/bin/python bench/chaos.py [--trials 100] [--parts host,memory,exec,cron,spawn,messages] [--embedder none]
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from tests.support import chaos  # noqa: E402
 from tests.support.fake_llm import running_fake_llm  # noqa: E402
 
-PARTS = ("host", "memory", "exec", "cron", "spawn")
+PARTS = ("host", "memory", "exec", "cron", "spawn", "messages")
 
 
 async def run(part: str, trials: int, seed: int, embedder: str) -> None:
@@ -45,6 +47,7 @@ async def run(part: str, trials: int, seed: int, embedder: str) -> None:
             "exec": chaos.exec_trial,
             "cron": chaos.cron_trial,
             "spawn": chaos.spawn_trial,
+            "messages": chaos.messages_trial_for(llm),
         }[part]
         for number in range(trials):
             with tempfile.TemporaryDirectory() as tmp:

@@ -1,5 +1,6 @@
-"""Crash trials: each part with durable state works under load, is killed with SIGKILL at a random moment, is
-started again on the same state, and is checked. A trial returns what it found wrong (nothing, when it passed).
+"""Crash trials: each part with durable state (and `run` answering Discord messages) works under load, is killed
+with SIGKILL at a random moment, is started again on the same state, and is checked. A trial returns what it found
+wrong (nothing, when it passed).
 
 Shared by tests/e2e/test_chaos.py (a few trials per part) and bench/chaos.py (100 per part).
 """
@@ -24,7 +25,9 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from hermitcrab.host.session import SessionStore
-from tests.support.fake_llm import FakeLLM, openai_text, openai_tool_calls
+from tests.support.discord_host import start_run
+from tests.support.fake_discord import OWNER, running_fake_discord
+from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
 
 ROOT = Path(__file__).parents[2]
 FAKE_CLI = str(ROOT / "tests" / "servers" / "spawn" / "fake_cli.py")
@@ -323,3 +326,43 @@ def _host_failures(home: Path, kept: list[str], before: list[str]) -> list[str]:
     if calls - results:
         failures.append(f"{len(calls - results)} tool calls without a result in the model's view")
     return failures
+
+
+# messages: the owner's DMs over Discord while `hermitcrab run` is killed at a random moment of a slow answer
+# -> every message answered exactly once (the answer, or the restart notice), none lost, none doubled.
+
+
+def messages_trial_for(llm: FakeLLM, kills: int = 3) -> Trial:
+    """`kills` DMs, each with `run` killed 0-1.5 s after it was sent and started again; each must get one reply."""
+
+    async def trial(base: Path, rng: random.Random) -> list[str]:
+        return await anyio.to_thread.run_sync(_messages_trial, base, rng, llm, kills)
+
+    return trial
+
+
+def _messages_trial(base: Path, rng: random.Random, llm: FakeLLM, kills: int) -> list[str]:
+    home = base / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(f'[heartbeat]\nevery_minutes = 0\n\n[discord]\nowners = ["{OWNER}"]\n')
+    llm.script.clear()
+    with running_fake_discord() as discord:
+        run = start_run(home, llm, discord, base / "run-0.log")
+        messages: list[str] = []
+        try:
+            for kill in range(kills):
+                slow = rng.uniform(0.2, 1.0)
+                llm.enqueue(*(Reply(openai_text(f"answer {kill}.{n}"), delay_s=slow) for n in range(2)))
+                messages.append(discord.user_says(OWNER, f"question {kill}"))
+                time.sleep(rng.uniform(0.0, 1.5))  # before, during or after the model's answer and its delivery
+                run.kill()
+                run = start_run(home, llm, discord, base / f"run-{kill + 1}.log")
+            deadline = time.monotonic() + 30
+            while not all(discord.replies_to(m) for m in messages) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(1.0)  # a second reply to any of them would have come by now
+        finally:
+            run.kill()
+        counts = [len(discord.replies_to(message)) for message in messages]
+    llm.script.clear()
+    return [f"message {n} answered {count} times" for n, count in enumerate(counts) if count != 1]
