@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Annotated
 
 import anyio.to_thread
-import pydantic_core
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
@@ -335,7 +334,7 @@ def _answer(model: BaseModel, untrusted: bool) -> CallToolResult:
     """`model` as the SDK would send it, plus the `_meta` flag that makes the host fence the result as data when
     people other than the owner wrote some of it (a tool returning a model cannot set the result's `_meta`)."""
     structured = model.model_dump(mode="json", by_alias=True)
-    text = pydantic_core.to_json(structured, indent=2).decode()
+    text = model.model_dump_json(by_alias=True, indent=2)
     result = CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
     if untrusted:
         result.meta = {access.UNTRUSTED_META: True}

@@ -1,9 +1,9 @@
-"""End-to-end fixtures: the scripted LLM server, Claude Desktop JSON for the test MCP server, a runner for the CLI."""
+"""End-to-end fixtures: the scripted LLM server, the fake Discord, Claude Desktop JSON for the test MCP server, a
+runner for the CLI."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_llm import FakeLLM, fake_llm_env, running_fake_llm
+from tests.support.cli import CLI, cli_env
+from tests.support.fake_discord import FakeDiscord, running_fake_discord
+from tests.support.fake_llm import FakeLLM, running_fake_llm
 
 TEST_SERVER = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
 
@@ -19,6 +21,13 @@ TEST_SERVER = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
 @pytest.fixture
 def llm() -> Iterator[FakeLLM]:
     with running_fake_llm() as fake:
+        yield fake
+
+
+@pytest.fixture
+def discord_api() -> Iterator[FakeDiscord]:
+    """A fake Discord (REST and gateway) on 127.0.0.1, for `hermitcrab run` to log in to."""
+    with running_fake_discord() as fake:
         yield fake
 
 
@@ -50,16 +59,3 @@ def hermitcrab(hermitcrab_home: Path, llm: FakeLLM) -> Callable[..., subprocess.
         )
 
     return run
-
-
-CLI = [sys.executable, "-m", "hermitcrab.host.cli"]
-
-
-def cli_env(home: Path, llm: FakeLLM, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a CLI process pointed at `home` and the scripted LLM."""
-    return {
-        **os.environ,
-        **fake_llm_env(home, llm),
-        "COLUMNS": "200",
-        **(extra or {}),
-    }

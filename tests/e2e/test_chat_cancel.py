@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from hermitcrab.host.cli.chat import CANCELLED
+from tests.support.cli import wait_for
 from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
 
 from .conftest import CLI, cli_env
-from .test_run import wait_for
 
 CTRL_C, CTRL_D = "\x03", "\x04"
 TAKE_TERMINAL = (  # the new session's leader makes the pty its controlling terminal, then becomes the CLI

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import CLI, cli_env, wait_for
+from tests.support.discord_host import DiscordRun, discord_env, start_run
 from tests.support.fake_discord import (
     BOT_ID,
     BOT_ROLE,
@@ -25,13 +27,11 @@ from tests.support.fake_discord import (
     TOKEN,
     FakeDiscord,
     Sent,
-    running_fake_discord,
 )
 from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
 from tests.support.fences import fenced
 
-from .conftest import CLI, TEST_SERVER, cli_env
-from .test_run import wait_for
+from .conftest import TEST_SERVER
 
 CONFIG = f"""
 [heartbeat]
@@ -46,46 +46,25 @@ require_mention = true
 
 
 @pytest.fixture
-def discord_api() -> Iterator[FakeDiscord]:
-    with running_fake_discord() as fake:
-        yield fake
-
-
-@pytest.fixture
 def start(
     hermitcrab_home: Path, llm: FakeLLM, discord_api: FakeDiscord, tmp_path: Path
 ) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
     """Start `hermitcrab run` with the Discord channel pointed at the fake (optionally with the test MCP server)."""
     (hermitcrab_home / "config.toml").write_text(CONFIG)
-    processes: list[subprocess.Popen[bytes]] = []
+    runs: list[DiscordRun] = []
 
     def launch(*, servers: bool = False) -> subprocess.Popen[bytes]:
-        args = [*CLI, "run"]
+        desktop: Path | None = None
         if servers:
             desktop = tmp_path / "desktop.json"
             entry = {"command": sys.executable, "args": [str(TEST_SERVER), "--name", "kit"]}
             desktop.write_text(json.dumps({"mcpServers": {"kit": entry}}))
-            args += ["--mcp-config", str(desktop)]
-        env = cli_env(
-            hermitcrab_home,
-            llm,
-            {
-                "DISCORD_TOKEN": TOKEN,
-                "HERMITCRAB_DISCORD_API_BASE": discord_api.api_base,
-                "HERMITCRAB_DISCORD_GATEWAY_URL": discord_api.gateway_url,
-            },
-        )
-        log = tmp_path / "run.log"
-        with log.open("w") as stderr:
-            process = subprocess.Popen(args, stderr=stderr, env=env)
-        processes.append(process)
-        wait_for(lambda: discord_api.connected and bool(discord_api.commands), f"not connected: {log.read_text()}")
-        return process
+        runs.append(start_run(hermitcrab_home, llm, discord_api, tmp_path / "run.log", mcp_config=desktop))
+        return runs[-1].process
 
     yield launch
-    for process in processes:
-        process.kill()
-        process.wait(timeout=10)
+    for run in runs:
+        run.kill()
 
 
 def pairing(home: Path, llm: FakeLLM, *args: str) -> subprocess.CompletedProcess[str]:
@@ -325,15 +304,9 @@ def test_a_refused_token_or_a_missing_intent_stops_run_with_one_line(
 ):
     (hermitcrab_home / "config.toml").write_text(CONFIG)
     discord_api.message_content_intent = intent
-    env = {
-        "DISCORD_TOKEN": token,
-        "HERMITCRAB_DISCORD_API_BASE": discord_api.api_base,
-        "HERMITCRAB_DISCORD_GATEWAY_URL": discord_api.gateway_url,
-    }
+    env = discord_env(hermitcrab_home, llm, discord_api, token=token)
 
-    result = subprocess.run(
-        [*CLI, "run"], capture_output=True, text=True, env=cli_env(hermitcrab_home, llm, env), timeout=60, check=False
-    )
+    result = subprocess.run([*CLI, "run"], capture_output=True, text=True, env=env, timeout=60, check=False)
 
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"error: Discord refused the {says}" in result.stderr and "wrong" not in result.stderr

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_discord import OWNER, TOKEN, FakeDiscord, running_fake_discord
+from tests.support.cli import wait_for
+from tests.support.discord_host import start_run
+from tests.support.fake_discord import OWNER, FakeDiscord
 from tests.support.fake_llm import FakeLLM, openai_text
 
-from .conftest import CLI, cli_env
-from .test_run import wait_for
+from .test_discord import pairing
 
 CONFIG = f"""
 [heartbeat]
@@ -32,35 +33,14 @@ APPROVED = "You're approved — you can talk to me now."
 
 
 @pytest.fixture
-def discord_api() -> Iterator[FakeDiscord]:
-    with running_fake_discord() as fake:
-        yield fake
-
-
-@pytest.fixture
 def bot(hermitcrab_home: Path, llm: FakeLLM, discord_api: FakeDiscord) -> Iterator[subprocess.Popen[bytes]]:
     """`hermitcrab run` connected to the fake Discord, with the fake's OWNER as the owner."""
     (hermitcrab_home / "config.toml").write_text(CONFIG)
-    env = {
-        "DISCORD_TOKEN": TOKEN,
-        "HERMITCRAB_DISCORD_API_BASE": discord_api.api_base,
-        "HERMITCRAB_DISCORD_GATEWAY_URL": discord_api.gateway_url,
-    }
-    log = hermitcrab_home / "run.log"
-    with log.open("w") as stderr:
-        process = subprocess.Popen([*CLI, "run"], stderr=stderr, env=cli_env(hermitcrab_home, llm, env))
+    run = start_run(hermitcrab_home, llm, discord_api, hermitcrab_home / "run.log")
     try:
-        wait_for(lambda: discord_api.connected and bool(discord_api.commands), f"not connected: {log.read_text()}")
-        yield process
+        yield run.process
     finally:
-        process.kill()
-        process.wait(timeout=10)
-
-
-def pairing(home: Path, llm: FakeLLM, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, "pairing", *args], capture_output=True, text=True, env=cli_env(home, llm), timeout=30, check=False
-    )
+        run.kill()
 
 
 def code_sent_for(discord_api: FakeDiscord, message_id: str) -> str:

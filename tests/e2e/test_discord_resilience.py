@@ -3,27 +3,20 @@ delivery to a conversation that is no channel fails alone. The real discord.py c
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.fake_discord import OWNER, TOKEN, FakeDiscord, running_fake_discord
+from tests.support.cli import wait_for
+from tests.support.discord_host import start_run
+from tests.support.fake_discord import OWNER, FakeDiscord
 from tests.support.fake_llm import FakeLLM, free_port, openai_text
 
-from .conftest import CLI, cli_env
 from .test_discord import CONFIG, first_reply, stop
-from .test_run import wait_for
 
 HOOK_TOKEN = "resilience-hook-token"
-
-
-@pytest.fixture
-def discord_api() -> Iterator[FakeDiscord]:
-    with running_fake_discord() as fake:
-        yield fake
 
 
 class Run:
@@ -31,21 +24,13 @@ class Run:
 
     def __init__(self, home: Path, llm: FakeLLM, discord_api: FakeDiscord, log: Path) -> None:
         self.port = free_port()
-        self.log = log
-        env = {
-            "DISCORD_TOKEN": TOKEN,
-            "HERMITCRAB_DISCORD_API_BASE": discord_api.api_base,
-            "HERMITCRAB_DISCORD_GATEWAY_URL": discord_api.gateway_url,
-            "HERMITCRAB_WEBHOOK_LISTEN": f"127.0.0.1:{self.port}",
-            "HERMITCRAB_WEBHOOK_TOKEN": HOOK_TOKEN,
-        }
-        with log.open("w") as stderr:
-            self.process = subprocess.Popen([*CLI, "run"], stderr=stderr, env=cli_env(home, llm, env))
-        wait_for(lambda: discord_api.connected and bool(discord_api.commands), f"not connected: {self.stderr}")
+        webhook = {"HERMITCRAB_WEBHOOK_LISTEN": f"127.0.0.1:{self.port}", "HERMITCRAB_WEBHOOK_TOKEN": HOOK_TOKEN}
+        self.run = start_run(home, llm, discord_api, log, env=webhook)
+        self.process = self.run.process
 
     @property
     def stderr(self) -> str:
-        return self.log.read_text()
+        return self.run.stderr
 
     def hook(self, body: dict[str, object]) -> httpx.Response:
         url = f"http://127.0.0.1:{self.port}/hooks/agent"
@@ -64,8 +49,7 @@ def start(hermitcrab_home: Path, llm: FakeLLM, discord_api: FakeDiscord, tmp_pat
 
     yield launch
     for host in started:
-        host.process.kill()
-        host.process.wait(timeout=10)
+        host.run.kill()
 
 
 def test_a_dispatch_discord_py_cannot_parse_reconnects_on_one_socket_and_a_dm_gets_one_reply(

@@ -14,24 +14,19 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.fake_discord import OWNER, TOKEN, FakeDiscord, running_fake_discord
+from tests.support.cli import CLI, cli_env, wait_for
+from tests.support.discord_host import DiscordRun, start_run
+from tests.support.fake_discord import OWNER, FakeDiscord
 from tests.support.fake_llm import FakeLLM, Reply, free_port, openai_text, openai_tool_calls
 
-from .conftest import CLI, TEST_SERVER, cli_env
+from .conftest import TEST_SERVER
 from .test_discord import stop
-from .test_run import wait_for
 
 HOOK_PORT = free_port()
 HOOK_TOKEN = "hook-token-for-delivery-tests"
 SLOW_S = 0.8
 TRIALS = 4
 """Kill -9 trials in the suite; bench/chaos.py runs many more (`--part messages`)."""
-
-
-@pytest.fixture
-def discord_api() -> Iterator[FakeDiscord]:
-    with running_fake_discord() as fake:
-        yield fake
 
 
 @pytest.fixture
@@ -60,30 +55,15 @@ owners = ["{OWNER}"]
     queue = ["--queue-file", str(tmp_path / "kit-queue.json")]
     kit = {"command": sys.executable, "args": [str(TEST_SERVER), "--name", "kit", *queue]}
     desktop.write_text(json.dumps({"mcpServers": {"kit": kit}}))
-    env = cli_env(
-        hermitcrab_home,
-        llm,
-        {
-            "DISCORD_TOKEN": TOKEN,
-            "HERMITCRAB_DISCORD_API_BASE": discord_api.api_base,
-            "HERMITCRAB_DISCORD_GATEWAY_URL": discord_api.gateway_url,
-        },
-    )
-    processes: list[subprocess.Popen[bytes]] = []
+    runs: list[DiscordRun] = []
 
     def launch() -> subprocess.Popen[bytes]:
-        log = tmp_path / f"run-{len(processes)}.log"
-        identified = discord_api.identifies
-        with log.open("w") as stderr:
-            process = subprocess.Popen([*CLI, "run", "--mcp-config", str(desktop)], stderr=stderr, env=env)
-        processes.append(process)
-        wait_for(lambda: discord_api.identifies > identified and discord_api.connected, f"no login: {log.read_text()}")
-        return process
+        runs.append(start_run(hermitcrab_home, llm, discord_api, tmp_path / f"run-{len(runs)}.log", mcp_config=desktop))
+        return runs[-1].process
 
     yield launch
-    for process in processes:
-        process.kill()
-        process.wait(timeout=10)
+    for run in runs:
+        run.kill()
 
 
 def kill_9(process: subprocess.Popen[bytes]) -> None:

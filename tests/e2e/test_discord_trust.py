@@ -15,21 +15,20 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.cli import wait_for
+from tests.support.discord_host import DiscordRun, start_run
 from tests.support.fake_discord import (
     GUILD_CHANNEL,
     GUILD_ID,
     OWNER,
     STRANGER,
-    TOKEN,
     FakeDiscord,
-    running_fake_discord,
 )
 from tests.support.fake_llm import FakeLLM, free_port, openai_text, openai_tool_calls
 from tests.support.fences import fenced
 
-from .conftest import CLI, TEST_SERVER, cli_env
+from .conftest import TEST_SERVER
 from .test_discord import first_reply, stop
-from .test_run import wait_for
 
 FRIEND = "700000000000000003"
 ELSEWHERE = "800000000000000099"
@@ -43,12 +42,6 @@ SECRET_WORDS = ("4921", "Secret Lane", "divorce lawyer")
 
 
 @pytest.fixture
-def discord_api() -> Iterator[FakeDiscord]:
-    with running_fake_discord() as fake:
-        yield fake
-
-
-@pytest.fixture
 def start(
     hermitcrab_home: Path, llm: FakeLLM, discord_api: FakeDiscord, tmp_path: Path
 ) -> Iterator[Callable[..., tuple[subprocess.Popen[bytes], int]]]:
@@ -59,7 +52,7 @@ def start(
     for name, text in SECRETS.items():
         (workspace / name).write_text(text)
     (workspace / "memory" / f"{dt.date.today():%Y-%m-%d}.md").write_text(DAILY_SECRET)
-    processes: list[subprocess.Popen[bytes]] = []
+    runs: list[DiscordRun] = []
 
     def launch(extra_config: str = "") -> tuple[subprocess.Popen[bytes], int]:
         port = free_port()
@@ -98,27 +91,14 @@ require_mention = true
         }
         desktop = tmp_path / "desktop.json"
         desktop.write_text(json.dumps({"mcpServers": servers}))
-        env = cli_env(
-            hermitcrab_home,
-            llm,
-            {
-                "DISCORD_TOKEN": TOKEN,
-                "HERMITCRAB_DISCORD_API_BASE": discord_api.api_base,
-                "HERMITCRAB_DISCORD_GATEWAY_URL": discord_api.gateway_url,
-            },
-        )
-        log = tmp_path / "run.log"
-        with log.open("w") as stderr:
-            process = subprocess.Popen([*CLI, "run", "--mcp-config", str(desktop)], stderr=stderr, env=env)
-        processes.append(process)
-        wait_for(lambda: discord_api.connected and bool(discord_api.commands), f"not connected: {log.read_text()}")
-        wait_for(lambda: "servers up: kit, memory, cron" in log.read_text(), f"servers not up: {log.read_text()}")
-        return process, port
+        run = start_run(hermitcrab_home, llm, discord_api, tmp_path / "run.log", mcp_config=desktop)
+        runs.append(run)
+        wait_for(lambda: "servers up: kit, memory, cron" in run.stderr, f"servers not up: {run.stderr}")
+        return run.process, port
 
     yield launch
-    for process in processes:
-        process.kill()
-        process.wait(timeout=10)
+    for run in runs:
+        run.kill()
 
 
 def system_prompt(request: dict[str, Any]) -> str:

@@ -9,15 +9,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support.cli import CLI, cli_env, wait_for
 from tests.support.fake_llm import FakeLLM, Reply, free_port, openai_text, openai_tool_calls
-
-from .conftest import CLI, cli_env
 
 TEST_SERVER = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
 TOKEN = "run-test-token"
@@ -34,17 +34,27 @@ def start(hermitcrab_home: Path, llm: FakeLLM, tmp_path: Path, queue_file: Path)
     desktop = tmp_path / "desktop.json"
     server = {"command": sys.executable, "args": [str(TEST_SERVER), "--name", "kit", "--queue-file", str(queue_file)]}
     desktop.write_text(json.dumps({"mcpServers": {"kit": server}}))
+    with hosts(hermitcrab_home, llm, desktop, tmp_path) as launch:
+        yield launch
+
+
+@contextmanager
+def hosts(home: Path, llm: FakeLLM, desktop: Path, logs: Path) -> Iterator[Callable[[], Host]]:
+    """A `Host` on `desktop` each call, each logging to its own file in `logs`; every one is killed at the end, so a
+    test that fails midway, or restarts the host, leaves none running."""
     started: list[Host] = []
 
     def launch() -> Host:
-        host = Host(hermitcrab_home, llm, desktop, tmp_path / f"run-{len(started)}.log")
+        host = Host(home, llm, desktop, logs / f"run-{len(started)}.log")
         started.append(host)
         return host
 
-    yield launch
-    for host in started:
-        host.process.kill()
-        host.process.wait(timeout=10)
+    try:
+        yield launch
+    finally:
+        for host in started:
+            host.process.kill()
+            host.process.wait(timeout=10)
 
 
 class Host:
@@ -65,13 +75,6 @@ class Host:
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout=20)
-
-
-def wait_for(condition: Callable[[], bool], message: str, timeout_s: float = 20) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, message
-        time.sleep(0.05)
 
 
 def remember_sink(home: Path, llm: FakeLLM) -> None:

@@ -12,10 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.cli import CLI, cli_env, wait_for
 from tests.support.fake_llm import FakeLLM, free_port, openai_text
 
-from .conftest import CLI, cli_env
-from .test_run import TEST_SERVER, TOKEN, Host, wait_for
+from .test_run import TEST_SERVER, TOKEN, Host, hosts
 
 
 @pytest.fixture
@@ -28,17 +28,9 @@ def desktop(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def start(hermitcrab_home: Path, llm: FakeLLM, desktop: Path, tmp_path: Path) -> Iterator[Callable[[], Host]]:
-    started: list[Host] = []
-
-    def launch() -> Host:
-        host = Host(hermitcrab_home, llm, desktop, tmp_path / f"run-{len(started)}.log")
-        started.append(host)
-        return host
-
-    yield launch
-    for host in started:
-        host.process.kill()
-        host.process.wait(timeout=10)
+    """`hermitcrab run` on `desktop`, started as test_run starts it, as often as a test asks."""
+    with hosts(hermitcrab_home, llm, desktop, tmp_path) as launch:
+        yield launch
 
 
 def run_beside(home: Path, llm: FakeLLM, desktop: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
