@@ -23,10 +23,15 @@ SILENT_REPLIES = frozenset({"NO_REPLY"})
 
 
 def progress(session: Session, inbound: str) -> list[dict[str, Any]] | None:
-    """The entries recorded after the user entry of message `inbound`, or None when it has none (not started)."""
+    """The entries of message `inbound`'s turn after its user entry (up to the next turn's), or None when it has no
+    user entry (its turn never started)."""
     live = session.transcript.view().live
     start = next((i for i in range(len(live) - 1, -1, -1) if live[i].get("inbound") == inbound), None)
-    return None if start is None else live[start + 1 :]
+    if start is None:
+        return None
+    after = live[start + 1 :]
+    end = next((i for i, entry in enumerate(after) if entry.get("kind") == "user"), len(after))
+    return after[:end]
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,8 @@ async def run_turn(
     A context overflow compacts and retries once; a second one is answered with what happened, never looped.
     """
     transcript = session.transcript
-    if inbound is None or progress(session, inbound) != []:
+    live = transcript.view().live
+    if inbound is None or not live or live[-1].get("inbound") != inbound:  # else: the cut-off turn goes on
         transcript.append("user", text=user_text, **({"inbound": inbound} if inbound else {}))
     messages = session.messages()
     specs = toolbox.specs()

@@ -53,6 +53,10 @@ async def _recover(gateway: Gateway, event: Event) -> None:
         logger.info("message %s: its turn ran tools before the restart; telling the sender", event.inbound_id)
         await gateway.answer_once(event, RESTARTED.format(what=shorten(event.text, 80)))
         return
-    answer = next((str(e.get("text", "")) for e in reversed(done) if e.get("kind") == "assistant"), "")
+    answer = next((str(e.get("text", "")) for e in reversed(done) if e.get("kind") == "assistant"), None)
+    if answer is None:  # nothing but entries no reply can be made of: the turn did not get far
+        logger.info("running message %s again: its turn was cut off before the model answered", event.inbound_id)
+        await gateway.enqueue(event)
+        return
     logger.info("message %s: sending the answer recorded before the restart", event.inbound_id)
     await gateway.answer_once(event, "" if answer.strip() in SILENT_REPLIES else answer)

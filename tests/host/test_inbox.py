@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
+
 from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, Settings
 from hermitcrab.host.events import OWNER, Event, Target, person
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.inbox import Inbox
+from hermitcrab.host.recovery import RESTARTED, recover
 from hermitcrab.host.retries import Retries
 from hermitcrab.host.session import SessionStore
 from tests.support.scripted_provider import ScriptedProvider
@@ -89,3 +92,39 @@ async def test_a_message_whose_turn_took_the_host_down_three_times_is_set_aside_
     (letter,) = retries.letters.list()
     assert (letter.kind, letter.key, letter.session) == ("message", "test:m-1", "main")
     assert inbox.pending() == []
+
+
+async def test_after_a_restart_each_cut_off_message_gets_one_answer_by_how_far_its_turn_got(tmp_path: Path):
+    """Four messages a crash left: one never started, one whose turn another message's followed, one answered but
+    not sent, one that ran a tool. Answers: two new turns, the recorded answer, and the restart notice."""
+    store = SessionStore(tmp_path / "sessions")
+    transcript = store.open("main").transcript
+    transcript.append("user", text="cut off", inbound="test:2")
+    transcript.append("user", text="next one", inbound="test:n")
+    transcript.append("assistant", text="next answer")
+    transcript.append("user", text="answered", inbound="test:3")
+    transcript.append("assistant", text="the recorded answer")
+    transcript.append("user", text="send the invoice", inbound="test:4")
+    transcript.append("assistant", text="")
+    transcript.append("tool_call", call_id="c1", name="echo", arguments={})
+    inbox = Inbox(tmp_path / "inbox.jsonl")
+    for number, text in [(1, "never started"), (2, "cut off"), (3, "answered"), (4, "send the invoice")]:
+        inbox.accept(message(text, f"test:{number}"))
+    provider = ScriptedProvider().say("first").say("second")
+    channel = RecordingChannel()
+    agent = Agent(Settings(tmp_path, (), ()), provider, None, store)
+    gateway = Gateway(agent, {"test": channel}, ask_timeout_s=1, inbox=Inbox(tmp_path / "inbox.jsonl"))
+
+    async with anyio.create_task_group() as group:
+        await group.start(gateway.serve)
+        await recover(gateway)
+        with anyio.fail_after(5):
+            while gateway.pending("main"):
+                await anyio.sleep(0.01)
+        group.cancel_scope.cancel()
+
+    assert sorted(text for _, text in channel.sent) == sorted(
+        ["first", "second", "the recorded answer", RESTARTED.format(what="send the invoice")]
+    )
+    assert [seen["messages"][-1].content for seen in provider.seen] == ["never started", "cut off"]
+    assert gateway.inbox is not None and gateway.inbox.pending() == []
