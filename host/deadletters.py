@@ -302,7 +302,6 @@ class _SharedFile:
         if torn and self.path.exists():
             os.replace(self.path, self.path.with_name(f"{self.path.name}.torn"))
         write_atomically(self.path, json.dumps(data, indent=1))
-        os.chmod(self.path, 0o600)  # write_atomically takes the umask's mode; the 0700 folder covers the moment
 
     def stamp(self) -> Stamp | None:
         try:
