@@ -165,6 +165,7 @@ class WebhookChannel:
                 metadata={"hook_id": hook_id},
                 deliver=target is not None,
                 principal=self._principal,
+                inbound_id=f"{self.name}:{hook_id}",  # a 202 is a promise: the call is answered across a crash too
             )
         )
         return JSONResponse({"accepted": True, "id": hook_id}, status_code=202)
