@@ -25,7 +25,7 @@ from .test_discord import stop
 HOOK_PORT = free_port()
 HOOK_TOKEN = "hook-token-for-delivery-tests"
 SLOW_S = 0.8
-TRIALS = 4
+TRIALS = 3
 """Kill -9 trials in the suite; bench/chaos.py runs many more (`--part messages`)."""
 
 
