@@ -50,7 +50,7 @@ async def test_an_agent_hook_queues_a_turn_delivered_to_the_last_conversation(ho
         True,
     )
     assert event.session_key == f"hook-{response.json()['id']}"
-    assert event.inbound_id == f"webhook:{response.json()['id']}"  # journalled by run: answered once, even after a crash
+    assert event.inbound_id == f"webhook:{response.json()['id']}"  # journalled by run: answered once across a crash
 
 
 async def test_an_agent_hook_may_name_its_session_and_conversation(hook):
