@@ -117,8 +117,7 @@ class Agent:
         )
         self.last_context_chars[event.session_key] = result.context_chars
         if self.budget is not None:
-            tokens = result.usage.input_tokens + result.usage.output_tokens
-            self.budget.charge(event.principal.rights, self.now().date(), result.model_calls, tokens)
+            self.budget.charge(event.principal.rights, self.now().date(), result.model_calls, result.usage)
         return result
 
     def toolbox(self, event: Event, conversation: Conversation, catalog: Catalog | None = None) -> HostToolbox:

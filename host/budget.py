@@ -16,12 +16,15 @@ from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from filelock import FileLock
 
 from .events import Rights
 from .files import write_atomically
+
+if TYPE_CHECKING:  # config imports this module, and the providers import config
+    from .providers.base import Usage
 
 logger = logging.getLogger(__name__)
 
@@ -82,12 +85,14 @@ class Budget:
                 )
         return None
 
-    def charge(self, rights: Rights, today: dt.date, calls: int, tokens: int) -> None:
+    def charge(self, rights: Rights, today: dt.date, calls: int, usage: Usage) -> None:
+        """Count a turn's model calls and tokens against today's budgets of `rights` and the total."""
+        tokens = usage.input_tokens + usage.output_tokens
         if not calls and not tokens:
             return
-        with self._change(today) as usage:
+        with self._change(today) as spending:
             for key in (rights, TOTAL):
-                used = usage.setdefault(key, {})
+                used = spending.setdefault(key, {})
                 used["calls"] = used.get("calls", 0) + calls
                 used["tokens"] = used.get("tokens", 0) + tokens
 

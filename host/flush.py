@@ -146,3 +146,6 @@ class Unattended:
 
     async def send(self, text: str, channel: str | None = None, to: str | None = None) -> None:
         logger.info("a message from an unattended flush was not sent: %s", text[:200])
+
+    def target_problem(self, channel: str, to: str) -> str | None:
+        return None  # nothing is sent from here

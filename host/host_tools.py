@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
 from .elicitation import current_asker
-from .events import OWNER, Event, Target
+from .events import Event
 from .origin import caller_meta
 from .policy import HOST_SERVER, ToolPolicy, refusal
 from .pool import McpPool, ToolOutcome
@@ -54,6 +54,10 @@ class Conversation(Protocol):
 
     async def send(self, text: str, channel: str | None = None, to: str | None = None) -> None: ...
 
+    def target_problem(self, channel: str, to: str) -> str | None:
+        """Why a later delivery to (channel, to) would fail, as far as this process can tell; None when it may not."""
+        ...
+
 
 class HostToolbox:
     """MCP tools from the pool plus `ask_user` and `message` (and `skill` when there are skills), bound to one
@@ -63,14 +67,14 @@ class HostToolbox:
         self,
         pool: McpPool | None,
         conversation: Conversation,
-        event: Event | None = None,
+        event: Event,
         skills: Catalog | None = None,
         policy: ToolPolicy | None = None,
     ) -> None:
         self.pool = pool
         self.conversation = conversation
-        self.event = event or Event("message", "", Target("none", "none"), principal=OWNER)
-        self.session_key = self.event.session_key
+        self.event = event
+        self.session_key = event.session_key
         self.skills = skills or Catalog()
         self.policy = policy or ToolPolicy()
 
@@ -108,13 +112,12 @@ class HostToolbox:
     def _delivery_problem(self, arguments: dict[str, Any]) -> str | None:
         """A `delivery` of the server-event contract in the arguments (a cron job's) that no channel here can take,
         caught when the job is made rather than each time it fires."""
-        check = getattr(self.conversation, "target_problem", None)
-        if check is None:
-            return None
         for where, delivery in _deliveries(arguments):
             channel, to = delivery.get("channel"), delivery.get("to")
-            if isinstance(channel, str) and isinstance(to, str) and (problem := check(channel, to)) is not None:
-                return f"{where}{problem}"
+            if isinstance(channel, str) and isinstance(to, str):
+                problem = self.conversation.target_problem(channel, to)
+                if problem is not None:
+                    return f"{where}{problem}"
         return None
 
     def _allowed(self, name: str) -> bool:

@@ -86,6 +86,5 @@ async def run_subagent(
         settings=agent.settings.agent,
     )
     if agent.budget is not None:  # a sub-agent spends from the budget of whoever started it
-        tokens = result.usage.input_tokens + result.usage.output_tokens
-        agent.budget.charge(principal.rights, today, result.model_calls, tokens)
+        agent.budget.charge(principal.rights, today, result.model_calls, result.usage)
     return result

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from hermitcrab.channels.discord import Access, DiscordChannel
+from hermitcrab.channels.discord.delivery import NotAChannel
 from hermitcrab.channels.pairing import PairingStore
 from hermitcrab.channels.webhook import WebhookChannel
-from hermitcrab.host.events import Event
+from hermitcrab.host.events import Event, Target
 
 
 async def _ignore(event: Event) -> None:
@@ -38,3 +39,12 @@ def test_a_webhook_conversation_is_an_http_url():
     assert channel.check_conversation("general") == (
         "delivery.to: a webhook conversation is an http(s) URL, not 'general'"
     )
+
+
+async def test_a_delivery_to_a_discord_conversation_that_is_no_channel_id_fails_that_delivery_alone(
+    discord_channel: DiscordChannel,
+):
+    """The host checks targets where they are written; a channel that gets one anyway refuses it before sending."""
+    with pytest.raises(NotAChannel, match=r"delivery\.to: 'general' is not a Discord channel id"):
+        await discord_channel.send(Target("discord", "general"), "hello")
+    await discord_channel.typing(Target("discord", "general"))  # nothing to show, nothing raised

@@ -12,6 +12,7 @@ from hermitcrab.host.config import AgentSettings, Settings, load_settings
 from hermitcrab.host.events import OWNER, Event, Target, person
 from hermitcrab.host.gateway import Gateway
 from hermitcrab.host.last_target import LastTarget
+from hermitcrab.host.providers.base import Usage
 from hermitcrab.host.session import SessionStore
 from tests.support.scripted_provider import ScriptedProvider
 
@@ -26,11 +27,11 @@ def test_spending_is_counted_per_kind_and_in_total_and_shared_between_processes(
     limits = {**DEFAULT_LIMITS, "group": Limit(calls_per_day=3), TOTAL: Limit(tokens_per_day=1_000)}
     budget = Budget(tmp_path, limits)
 
-    budget.charge("group", TODAY, 2, 100)
+    budget.charge("group", TODAY, 2, Usage(60, 40))
     assert budget.spent("group", TODAY) is None
-    Budget(tmp_path, limits).charge("group", TODAY, 1, 100)  # another process of the same home
+    Budget(tmp_path, limits).charge("group", TODAY, 1, Usage(60, 40))  # another process of the same home
     spent = budget.spent("group", TODAY)
-    budget.charge("owner", TODAY, 1, 900)
+    budget.charge("owner", TODAY, 1, Usage(800, 100))
 
     assert spent is not None and "daily budget for group conversations (3 model calls)" in spent.reply
     assert "[budget.group]" in spent.owner_note

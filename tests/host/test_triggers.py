@@ -63,7 +63,8 @@ async def host(
     queue_file: Path | None = None,
     retries: Retries | None = None,
 ) -> AsyncIterator[tuple[McpPool, Gateway]]:
-    """A pool, gateway and relay wired as `hermitcrab run` wires them, the test channel as the last conversation."""
+    """A pool, gateway and relay wired as `hermitcrab run` wires them (targets checked by the gateway), the test
+    channel as the last conversation."""
     send, receive = anyio.create_memory_object_stream[ServerEvent](100)
     settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings())
     async with McpPool([kit(queue_file)], on_event=send.send) as pool, anyio.create_task_group() as group:
@@ -71,7 +72,8 @@ async def host(
             Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")), {"test": channel}, ask_timeout_s=1
         )
         await group.start(gateway.serve)
-        group.start_soon(relay_server_events, receive, pool, gateway.submit, lambda: MAIN, retries)
+        relay = (receive, pool, gateway.submit, lambda: MAIN, retries, gateway.target_problem)
+        group.start_soon(relay_server_events, *relay)
         yield pool, gateway
         group.cancel_scope.cancel()
 
@@ -275,18 +277,9 @@ async def test_an_item_for_a_conversation_no_channel_can_take_is_set_aside_at_on
     channel = RecordingChannel()
     retries = Retries(tmp_path / "state")
     item = {"id": "job-1:run-1", "text": "remind", "kind": "cron", "delivery": {"channel": "pigeon", "to": "roof"}}
-    send, receive = anyio.create_memory_object_stream[ServerEvent](100)
-    settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings())
-    async with McpPool([kit()], on_event=send.send) as pool, anyio.create_task_group() as group:
-        gateway = Gateway(
-            Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")), {"test": channel}, ask_timeout_s=1
-        )
-        await group.start(gateway.serve)
-        relay = (receive, pool, gateway.submit, lambda: MAIN, retries, gateway.target_problem)
-        group.start_soon(relay_server_events, *relay)
+    async with host(tmp_path, provider, channel, retries=retries) as (pool, _):
         await pool.call("queue_push", {"item": item})
         await wait_until_acked(pool, 1)
-        group.cancel_scope.cancel()
 
     assert provider.seen == []
     (letter,) = retries.letters.list()
@@ -302,18 +295,9 @@ async def test_the_owners_own_work_reports_where_it_was_asked_for_else_to_the_la
         {"id": "run-1", "text": "[sub-agent finished]", "kind": "subagent", "origin": asked_here},
         {"id": "run-2", "text": "[sub-agent finished]", "kind": "subagent", "origin": asked_in_terminal},
     ]
-    send, receive = anyio.create_memory_object_stream[ServerEvent](100)
-    settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings())
-    async with McpPool([kit()], on_event=send.send) as pool, anyio.create_task_group() as group:
-        gateway = Gateway(
-            Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")), {"test": channel}, ask_timeout_s=1
-        )
-        await group.start(gateway.serve)
-        relay = (receive, pool, gateway.submit, lambda: MAIN, None, gateway.target_problem)
-        group.start_soon(relay_server_events, *relay)
+    async with host(tmp_path, provider, channel) as (pool, _):
         for item in items:
             await pool.call("queue_push", {"item": item})
             await wait_until_acked(pool, len(channel.sent) + 1)
-        group.cancel_scope.cancel()
 
     assert [target for target, _ in channel.sent] == [Target("test", "team"), MAIN]

@@ -11,6 +11,7 @@ import pytest
 from mcp import Client
 
 from tests.servers.cron.conftest import CronServer, call, events, job
+from tests.support.callers import call_as, error_as
 
 GROUP_SESSION = "discord:group:777"
 GROUP_ORIGIN = {
@@ -43,19 +44,6 @@ def meta(origin: Any = None, session: str | None = None, principal: Any = None) 
 
 GROUP = meta(GROUP_ORIGIN, principal="group")
 OWNER = meta(OWNER_ORIGIN, principal="owner")
-
-
-async def call_as(client: Client, who: dict[str, Any], tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments, meta=who)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def error_as(client: Client, who: dict[str, Any], tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments, meta=who)
-    assert result.is_error, result.structured_content
-    return result.content[0].text  # type: ignore[union-attr]  # an error result carries one text block
 
 
 def isolated(name: str = "digest") -> dict[str, Any]:

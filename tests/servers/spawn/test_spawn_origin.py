@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 from mcp import Client
+
+from tests.support.callers import call_as, error_as
 
 from .conftest import FAKE_CLI, SpawnServer, call, events, spawn, wait_for_items
 
@@ -24,19 +25,6 @@ GROUP_ORIGIN = {
 OWNER_ORIGIN = {"session": "main", "principal": "owner", "channel": None, "to": None, "user": None, "label": "me"}
 GROUP = {"hermitcrab/session": GROUP_SESSION, "hermitcrab/principal": "group", "hermitcrab/origin": GROUP_ORIGIN}
 OWNER = {"hermitcrab/session": "main", "hermitcrab/principal": "owner", "hermitcrab/origin": OWNER_ORIGIN}
-
-
-async def call_as(client: Client, who: dict[str, Any], tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments, meta=who)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def error_as(client: Client, who: dict[str, Any], tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments, meta=who)
-    assert result.is_error, result.structured_content
-    return result.content[0].text  # type: ignore[union-attr]  # an error result carries one text block
 
 
 async def child_argv(client: Client, run_id: str) -> list[str]:
