@@ -204,8 +204,6 @@ class Gateway:
         if event_id is not None:
             self.agent.session(event.session_key).transcript.append("event", event_id=str(event_id))
         self._end(event)
-        if key is not None and self.retries is not None:
-            self.retries.succeeded(key)
         await _done(event, True)
         return reply
 
@@ -237,8 +235,13 @@ class Gateway:
             logger.warning("could not tell the owner that a budget is spent", exc_info=True)
 
     def _end(self, event: Event) -> None:
+        """The message is answered: it leaves the inbox, and its tries are forgotten."""
+        if event.inbound_id is None:
+            return
         if self.inbox is not None:
             self.inbox.end(event.inbound_id)
+        if self.retries is not None:
+            self.retries.succeeded(event.inbound_id)
 
     @staticmethod
     def _remembered(event: Event) -> bool:
@@ -312,8 +315,6 @@ class Gateway:
                     logger.exception("turn failed for session %s", event.session_key)
                     await self._report_failure(event, exc)
                     self._end(event)  # the sender was told what failed: that is its answer
-                    if event.inbound_id is not None and self.retries is not None:
-                        self.retries.succeeded(event.inbound_id)
                     await _done(event, False, f"{type(exc).__name__}: {exc}")
                 finally:
                     self._running -= 1
