@@ -181,8 +181,7 @@ class Relay:
                     wait = self.retries.failed(tries, error or "its turn failed")
                     if self.retries.used_up(tries):
                         wait = 0.0
-                        await self.retries.set_aside(tries, "server-item", event.server, submitted)
-                        await self._ack(event.server, item.id, ack)
+                        await self._set_aside(self.retries, tries, submitted, ack)
             finally:
                 if wait and self._later is not None:  # read again after the wait, not at the next update
                     self._later.start_soon(self._again_after, wait, key, event)
@@ -207,11 +206,18 @@ class Relay:
         if self.retries is not None:
             if problem is not None or self.retries.used_up(tries):  # no turn for what cannot end well
                 self._in_flight.discard(key)
-                await self.retries.set_aside(tries, "server-item", event.server, submitted, problem)
-                await self._ack(event.server, item.id, ack)
+                await self._set_aside(self.retries, tries, submitted, ack, problem)
                 return
             self.retries.started(tries)
         await self.submit(submitted)
+
+    async def _set_aside(
+        self, retries: Retries, tries: str, event: Event, ack: Ack | None, reason: str | None = None
+    ) -> None:
+        """The item ends as a dead letter, and its server is told it was handled: it never comes back by itself."""
+        server = str(event.metadata["server"])
+        await retries.set_aside(tries, "server-item", server, event, reason)
+        await self._ack(server, str(event.metadata["event_id"]), ack)
 
     async def _ack(self, server: str, item_id: str, ack: Ack | None) -> None:
         if ack is None:
