@@ -223,12 +223,12 @@ async def bench_host(jobs: int, duration: float, home: Path) -> dict[str, Any]:
             scheduled = datetime.fromisoformat(str(event.metadata["scheduled_at"]))
             inner = event.on_done
 
-            async def done(ok: bool) -> None:
+            async def done(ok: bool, error: str | None) -> None:
                 if ok:
                     handled.append((datetime.now(UTC) - scheduled).total_seconds())
                     ids[str(event.metadata["event_id"])] += 1
                 if inner is not None:
-                    await inner(ok)
+                    await inner(ok, error)
 
             await gateway.submit(replace(event, on_done=done))
 
