@@ -16,6 +16,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md /src/
 COPY host /src/host
+COPY install /src/install
 COPY servers /src/servers
 COPY channels /src/channels
 COPY workspace /src/workspace

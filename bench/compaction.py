@@ -27,9 +27,9 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hermitcrab.host.config import AgentSettings  # noqa: E402
-from hermitcrab.host.loop import run_turn  # noqa: E402
 from hermitcrab.host.providers import Completion, Message, ToolSpec  # noqa: E402
-from hermitcrab.host.session import Session, SessionStore  # noqa: E402
+from hermitcrab.host.session.transcript import Session, SessionStore  # noqa: E402
+from hermitcrab.host.turn.loop import run_turn  # noqa: E402
 from tests.host.test_loop import Toolbox  # noqa: E402
 from tests.support.scripted_provider import ScriptedProvider  # noqa: E402
 

@@ -37,14 +37,14 @@ from mcp import Client, StdioServerParameters
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hermitcrab.host.agent import Agent  # noqa: E402
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings  # noqa: E402
 from hermitcrab.host.events import Event, Target  # noqa: E402
-from hermitcrab.host.gateway import Gateway  # noqa: E402
-from hermitcrab.host.pool import McpPool, ServerEvent  # noqa: E402
+from hermitcrab.host.gateway.gateway import Gateway  # noqa: E402
+from hermitcrab.host.gateway.triggers import relay_server_events  # noqa: E402
+from hermitcrab.host.mcp.pool import McpPool, ServerEvent  # noqa: E402
 from hermitcrab.host.providers import Completion, Message, ToolSpec, Usage  # noqa: E402
-from hermitcrab.host.session import SessionStore  # noqa: E402
-from hermitcrab.host.triggers import relay_server_events  # noqa: E402
+from hermitcrab.host.session.transcript import SessionStore  # noqa: E402
+from hermitcrab.host.turn.agent import Agent  # noqa: E402
 from tests.support.processes import pid_serving  # noqa: E402
 
 

@@ -25,12 +25,12 @@ from mcp import Client, StdioServerParameters
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hermitcrab.host.agent import Agent  # noqa: E402
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings  # noqa: E402
 from hermitcrab.host.events import Event, Target  # noqa: E402
-from hermitcrab.host.gateway import Gateway  # noqa: E402
-from hermitcrab.host.pool import McpPool  # noqa: E402
-from hermitcrab.host.session import SessionStore  # noqa: E402
+from hermitcrab.host.gateway.gateway import Gateway  # noqa: E402
+from hermitcrab.host.mcp.pool import McpPool  # noqa: E402
+from hermitcrab.host.session.transcript import SessionStore  # noqa: E402
+from hermitcrab.host.turn.agent import Agent  # noqa: E402
 from hermitcrab.servers.memory.embed import make_embedder  # noqa: E402
 from hermitcrab.servers.memory.server import build_server as memory_server  # noqa: E402
 from tests.support.channels import SilentChannel  # noqa: E402

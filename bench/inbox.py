@@ -18,9 +18,9 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hermitcrab.host.events import OWNER, Event, Target  # noqa: E402
-from hermitcrab.host.inbox import Inbox  # noqa: E402
-from hermitcrab.host.retries import Retries  # noqa: E402
-from hermitcrab.host.session import Transcript  # noqa: E402
+from hermitcrab.host.inbox.log import Inbox  # noqa: E402
+from hermitcrab.host.inbox.retries import Retries  # noqa: E402
+from hermitcrab.host.session.transcript import Transcript  # noqa: E402
 
 
 def timed(messages: int, work: Callable[[int], None]) -> list[float]:

@@ -28,12 +28,12 @@ from pydantic import (
     model_validator,
 )
 
-from .budget import DEFAULT_LIMITS, TOTAL, Limit
 from .errors import ConfigError
 from .events import Rights
-from .models import DEFAULT_WINDOW, context_window
-from .policy import DEFAULT_POLICIES, ToolPolicy
-from .routing import DmScope
+from .session.routing import DmScope
+from .trust.policy import DEFAULT_POLICIES, ToolPolicy
+from .turn.budget import DEFAULT_LIMITS, TOTAL, Limit
+from .turn.windows import DEFAULT_WINDOW, context_window
 
 ProviderKind = Literal["openai", "anthropic"]
 

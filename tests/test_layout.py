@@ -35,11 +35,18 @@ def test_servers_import_only_themselves_and_common(path: Path):
 
 
 @pytest.mark.parametrize("path", modules("host"), ids=lambda p: str(p.relative_to(ROOT)))
-def test_host_never_imports_a_server_and_only_the_cli_knows_channels(path: Path):
+def test_host_never_imports_a_server_and_only_the_cli_knows_channels_and_installing(path: Path):
     for name in imports(path):
         assert not name.startswith("hermitcrab.servers"), f"{path} imports {name}"
         if "cli" not in path.parts:
-            assert not name.startswith("hermitcrab.channels"), f"{path} imports {name}"
+            assert not name.startswith(("hermitcrab.channels", "hermitcrab.install")), f"{path} imports {name}"
+
+
+@pytest.mark.parametrize("path", modules("install"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_installing_knows_the_host_but_not_the_cli_channels_or_servers(path: Path):
+    for name in imports(path):
+        assert name.startswith(("hermitcrab.install", "hermitcrab.host")), f"{path} imports {name}"
+        assert not name.startswith(("hermitcrab.host.cli", "hermitcrab.channels")), f"{path} imports {name}"
 
 
 @pytest.mark.parametrize("path", modules("channels"), ids=lambda p: str(p.relative_to(ROOT)))

@@ -10,7 +10,7 @@ from typing import Annotated, NoReturn, TypeVar, cast
 import typer
 
 from ..errors import HermitcrabError
-from ..failures import LOG_HINT
+from ..turn.failures import LOG_HINT
 from . import ask, bundle, chat, deadletters, doctor, init, mcp_config, pairing, run, service, skills, subagent
 
 logger = logging.getLogger("hermitcrab")

@@ -11,7 +11,7 @@ import typer
 
 from ..config import Settings, load_settings
 from ..events import OWNER, Event, Target
-from ..gateway import Gateway
+from ..gateway.gateway import Gateway
 from .options import McpConfigOption, VerboseOption
 from .runtime import open_agent, setup_logging
 

@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
-from ..bundle import build_bundle
-from ..registry_entry import DEFAULT_NAMESPACE, server_json
+from hermitcrab.install.bundle import build_bundle
+from hermitcrab.install.registry_entry import DEFAULT_NAMESPACE, server_json
+
 from .servers import ServerName
 
 

@@ -17,14 +17,14 @@ from rich.console import Console
 
 from hermitcrab.channels.terminal import TERMINAL, LineReader, TerminalChannel
 
-from ..agent import Agent
-from ..commands import find_command
 from ..config import Settings, load_settings
 from ..events import OWNER, Event, Target
-from ..failures import failure_text
-from ..gateway import Gateway
-from ..routing import routed
-from ..triggers import relay_server_events
+from ..gateway.commands import find_command
+from ..gateway.gateway import Gateway
+from ..gateway.triggers import relay_server_events
+from ..session.routing import routed
+from ..turn.agent import Agent
+from ..turn.failures import failure_text
 from .options import McpConfigOption, VerboseOption
 from .runtime import open_agent, setup_logging
 

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from ..config import home_dir
-from ..deadletters import FOLDER, DeadLetters, Letter
+from ..inbox.deadletters import FOLDER, DeadLetters, Letter
 
 deadletters = typer.Typer(
     help="See, retry or drop the items and messages that kept failing and were set aside.", no_args_is_help=True

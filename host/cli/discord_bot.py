@@ -13,7 +13,7 @@ from hermitcrab.channels.pairing import PairingStore
 
 from ..config import Settings
 from ..errors import ConfigError
-from ..gateway import Gateway
+from ..gateway.gateway import Gateway
 
 try:
     from hermitcrab.channels.discord import Access, DiscordChannel, LoginRefused, point_at

@@ -17,13 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from hermitcrab.install.service import ServiceError, has_tool, manager_for
+
 from ..config import DiscordSettings, ProviderProfile, Settings, load_settings
-from ..deadletters import FOLDER, DeadLetters
 from ..errors import ConfigError
-from ..persona import BOOTSTRAP_ORDER
-from ..pool import MAX_SAME_FAILURES, McpPool, ServerHandle
-from ..service import ServiceError, has_tool, manager_for
-from ..skills import discover, pool_tools
+from ..inbox.deadletters import FOLDER, DeadLetters
+from ..mcp.pool import MAX_SAME_FAILURES, McpPool, ServerHandle
+from ..skills.catalog import discover, pool_tools
+from ..turn.persona import BOOTSTRAP_ORDER
 from .options import McpConfigOption
 
 console = Console()

@@ -14,8 +14,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from hermitcrab.install.own_servers import OWN_SERVERS, server_entry
+
 from ..config import PROVIDER_VARIABLES, home_dir
-from ..own_servers import OWN_SERVERS, server_entry
 
 console = Console()
 EXAMPLE_SKILL = "skills/daily-brief/SKILL.md"
@@ -39,7 +40,7 @@ def init(
     for template in sorted(templates.iterdir(), key=lambda t: t.name):
         if template.name.endswith(".md"):
             _copy(template, workspace / template.name)
-    _copy(files("hermitcrab.host").joinpath("skill_example.md"), workspace / EXAMPLE_SKILL)
+    _copy(files("hermitcrab.host.skills").joinpath("skill_example.md"), workspace / EXAMPLE_SKILL)
     config = home / "config.toml"
     if config.exists():
         console.print(f"[dim]kept[/dim]    {config}")

@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
+from hermitcrab.install.own_servers import portable_entry, server_entry
+
 from ..config import home_dir
-from ..own_servers import portable_entry, server_entry
 from .servers import ServerName
 
 

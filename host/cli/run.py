@@ -14,18 +14,18 @@ import typer
 
 from hermitcrab.channels.webhook import WebhookChannel
 
-from ..agent import Agent
 from ..config import Settings, load_settings
 from ..errors import ConfigError
 from ..events import Target
-from ..gateway import Gateway
-from ..heartbeat import Heartbeat
-from ..inbox import Inbox
-from ..last_target import LastTarget
-from ..lock import holding_home
-from ..recovery import recover
-from ..retries import Retries, owner_announcer
-from ..triggers import relay_server_events
+from ..gateway.gateway import Gateway
+from ..gateway.heartbeat import Heartbeat
+from ..gateway.last_target import LastTarget
+from ..gateway.recovery import recover
+from ..gateway.triggers import relay_server_events
+from ..inbox.lock import holding_home
+from ..inbox.log import Inbox
+from ..inbox.retries import Retries, owner_announcer
+from ..turn.agent import Agent
 from .options import McpConfigOption, VerboseOption
 from .runtime import open_agent, setup_logging
 

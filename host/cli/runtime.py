@@ -11,12 +11,12 @@ from pathlib import Path
 import anyio
 import httpx
 
-from ..agent import Agent
-from ..budget import Budget
 from ..config import Settings
-from ..pool import McpPool, ServerEvent
+from ..mcp.pool import McpPool, ServerEvent
 from ..providers import FailoverProvider, create
-from ..session import SessionStore
+from ..session.transcript import SessionStore
+from ..turn.agent import Agent
+from ..turn.budget import Budget
 
 
 class _Brief(logging.Formatter):

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..own_servers import OWN_SERVERS
+from hermitcrab.install.own_servers import OWN_SERVERS
 
 
 def own_server(name: str) -> str:

@@ -8,8 +8,18 @@ from typing import Annotated
 
 import typer
 
+from hermitcrab.install.service import (
+    Command,
+    has_tool,
+    manager_for,
+    preflight,
+    program_for,
+    require_tool,
+    run_commands,
+    write,
+)
+
 from ..config import home_dir
-from ..service import Command, has_tool, manager_for, preflight, program_for, require_tool, run_commands, write
 
 service = typer.Typer(
     help="Keep `hermitcrab run` running for months: a systemd user unit (Linux) or a launchd agent (macOS), "

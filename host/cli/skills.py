@@ -6,8 +6,8 @@ import anyio
 import typer
 
 from ..config import Settings, load_settings
-from ..pool import McpPool
-from ..skills import discover, needs_tools, pool_tools, report
+from ..mcp.pool import McpPool
+from ..skills.catalog import discover, needs_tools, pool_tools, report
 from .options import McpConfigOption
 
 

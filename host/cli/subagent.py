@@ -11,7 +11,7 @@ import typer
 
 from ..config import Settings, load_settings
 from ..events import OWNER, Rights, system
-from ..subagent import run_subagent, subagent_settings
+from ..turn.subagent import run_subagent, subagent_settings
 from .options import VerboseOption
 from .runtime import open_agent, setup_logging
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hermitcrab.host.config import ServerConfig
-from hermitcrab.host.pool import McpPool
+from hermitcrab.host.mcp.pool import McpPool
 from tests.servers.browser.browser_results import needs_chromium
 from tests.support.fake_llm import free_port
 from tests.support.processes import serving

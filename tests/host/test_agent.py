@@ -9,12 +9,12 @@ from pathlib import Path
 
 import anyio
 
-from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
 from hermitcrab.host.events import OWNER, Event, Target
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.pool import McpPool
-from hermitcrab.host.session import SessionStore
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.mcp.pool import McpPool
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
 from tests.support.channels import AnsweringChannel, SilentChannel, run_turn_with_servers
 from tests.support.scripted_provider import ScriptedProvider
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from hermitcrab.host.compaction import Budget
 from hermitcrab.host.config import AgentSettings, load_settings
 from hermitcrab.host.errors import ConfigError
-from hermitcrab.host.models import context_window
+from hermitcrab.host.turn.compaction import Budget
+from hermitcrab.host.turn.windows import context_window
 
 
 @pytest.mark.parametrize(

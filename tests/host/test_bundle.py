@@ -24,8 +24,8 @@ from mcp import Client, StdioServerParameters
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app, main
-from hermitcrab.host.own_servers import OWN_SERVERS
-from hermitcrab.host.server_settings import FACTS
+from hermitcrab.install.own_servers import OWN_SERVERS
+from hermitcrab.install.server_settings import FACTS
 from tests.support.processes import help_of
 
 MCPB = Path(__file__).parents[2] / ".cache" / "npm" / "node_modules" / ".bin" / "mcpb"
@@ -161,7 +161,7 @@ def test_a_server_that_does_not_start_is_one_line_and_no_bundle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
     """As when the server's extra is not installed: its process exits at once, saying why on stderr."""
-    monkeypatch.setattr("hermitcrab.host.bundle.launch_command", lambda name: "/bin/false")
+    monkeypatch.setattr("hermitcrab.install.bundle.launch_command", lambda name: "/bin/false")
     monkeypatch.setattr(sys, "argv", ["hermitcrab", "bundle", "cron", "--out", str(tmp_path / "dist")])
 
     with pytest.raises(SystemExit) as exited:

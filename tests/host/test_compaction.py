@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hermitcrab.host.agent import Agent
-from hermitcrab.host.compaction import Budget, compact
 from hermitcrab.host.config import AgentSettings, Settings
 from hermitcrab.host.errors import ContextOverflowError
 from hermitcrab.host.events import OWNER, Event, Target
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.loop import run_turn
-from hermitcrab.host.session import SUMMARY_HEADER, SessionStore
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.session.transcript import SUMMARY_HEADER, SessionStore
+from hermitcrab.host.turn.agent import Agent
+from hermitcrab.host.turn.compaction import Budget, compact
+from hermitcrab.host.turn.loop import run_turn
 from tests.support.channels import SilentChannel
 from tests.support.scripted_provider import ScriptedProvider
 

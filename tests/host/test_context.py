@@ -10,12 +10,12 @@ from typing import Any
 
 import anyio
 
-from hermitcrab.host.compaction import Budget, compact
 from hermitcrab.host.config import AgentSettings
 from hermitcrab.host.errors import ContextOverflowError, ProviderError
-from hermitcrab.host.loop import run_turn
 from hermitcrab.host.providers import Message
-from hermitcrab.host.session import Session, SessionStore
+from hermitcrab.host.session.transcript import Session, SessionStore
+from hermitcrab.host.turn.compaction import Budget, compact
+from hermitcrab.host.turn.loop import run_turn
 from tests.support.scripted_provider import ScriptedProvider
 
 from .test_loop import Toolbox

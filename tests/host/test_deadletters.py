@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, Settings
-from hermitcrab.host.deadletters import FOLDER, MAX_ATTEMPTS, Attempts, DeadLetters, Letter, backoff_s
 from hermitcrab.host.events import OWNER, Event, Target
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.session import SessionStore
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.inbox.deadletters import FOLDER, MAX_ATTEMPTS, Attempts, DeadLetters, Letter, backoff_s
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
 from tests.support.scripted_provider import ScriptedProvider
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hermitcrab.host.elicitation import pick, quoted
+from hermitcrab.host.mcp.elicitation import pick, quoted
 
 CHOICES = ["allow-once", "allow-always", "deny"]
 

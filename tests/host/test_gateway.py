@@ -7,12 +7,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, Settings
 from hermitcrab.host.errors import AllProvidersFailed, ContextOverflowError
 from hermitcrab.host.events import OWNER, Event, Target, person
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.session import SessionStore
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
 from tests.support.fences import fenced
 from tests.support.scripted_provider import ScriptedProvider
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import anyio
 
-from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import Settings
 from hermitcrab.host.events import OWNER, Event, Target
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.last_target import LastTarget
-from hermitcrab.host.routing import DmScope
-from hermitcrab.host.session import SessionStore
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.gateway.last_target import LastTarget
+from hermitcrab.host.session.routing import DmScope
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
 from tests.support.scripted_provider import ScriptedProvider
 
 ROOM = Target("im", "room-1", "alice", reply_to="m-1")

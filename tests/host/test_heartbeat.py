@@ -8,12 +8,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, HeartbeatSettings, Settings
 from hermitcrab.host.events import Event, Target
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.heartbeat import Heartbeat, has_tasks, is_heartbeat_ok
-from hermitcrab.host.session import SessionStore
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.gateway.heartbeat import Heartbeat, has_tasks, is_heartbeat_ok
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
 from tests.support.scripted_provider import ScriptedProvider
 
 from .test_gateway import RecordingChannel

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hermitcrab.host import identifiers
+from hermitcrab.host.turn import identifiers
 
 TEXT = (
     "Deploy https://api.example.com/v2/items?id=3. to db1.internal.lan:5432 (10.0.0.12:8080), see "

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import anyio
 
-from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, Settings
 from hermitcrab.host.events import OWNER, Event, Target, person
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.inbox import Inbox
-from hermitcrab.host.recovery import RESTARTED, recover
-from hermitcrab.host.retries import Retries
-from hermitcrab.host.session import SessionStore
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.gateway.recovery import RESTARTED, recover
+from hermitcrab.host.inbox.log import Inbox
+from hermitcrab.host.inbox.retries import Retries
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
 from tests.support.scripted_provider import ScriptedProvider
 
 from .test_gateway import RecordingChannel

@@ -6,12 +6,12 @@ import sys
 from pathlib import Path
 
 from hermitcrab.channels.terminal import TERMINAL, TerminalChannel
-from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
 from hermitcrab.host.events import OWNER, Event, Target
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.pool import McpPool
-from hermitcrab.host.session import SessionStore
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.mcp.pool import McpPool
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
 from tests.support.channels import SilentChannel
 from tests.support.scripted_provider import ScriptedProvider
 

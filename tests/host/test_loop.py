@@ -8,10 +8,10 @@ from typing import Any
 import anyio
 
 from hermitcrab.host.config import AgentSettings
-from hermitcrab.host.loop import run_turn
-from hermitcrab.host.pool import ToolOutcome
+from hermitcrab.host.mcp.pool import ToolOutcome
 from hermitcrab.host.providers import ToolSpec
-from hermitcrab.host.session import SessionStore
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.loop import run_turn
 from tests.support.scripted_provider import ScriptedProvider
 
 

@@ -10,16 +10,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
 from hermitcrab.host.errors import ContextOverflowError
 from hermitcrab.host.events import OWNER, Event, Target
-from hermitcrab.host.flush import memory_tools
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.loop import run_turn
-from hermitcrab.host.pool import McpPool
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.mcp.pool import McpPool
 from hermitcrab.host.providers import ToolSpec
-from hermitcrab.host.session import SessionStore
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
+from hermitcrab.host.turn.flush import memory_tools
+from hermitcrab.host.turn.loop import run_turn
 from tests.support.scripted_provider import ScriptedProvider
 
 from .test_gateway import RecordingChannel

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from hermitcrab.host.persona import BOOTSTRAP_ORDER, load_persona, render_persona
+from hermitcrab.host.turn.persona import BOOTSTRAP_ORDER, load_persona, render_persona
 
 TODAY = dt.date(2026, 11, 30)
 

@@ -10,7 +10,7 @@ import pytest
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings, load_settings
 from hermitcrab.host.errors import ConfigError
 from hermitcrab.host.events import OWNER, Event, Target, person
-from hermitcrab.host.policy import DEFAULT_POLICIES, ToolPolicy
+from hermitcrab.host.trust.policy import DEFAULT_POLICIES, ToolPolicy
 from tests.support.channels import AnsweringChannel, run_turn_with_servers
 from tests.support.fences import fenced
 from tests.support.scripted_provider import ScriptedProvider

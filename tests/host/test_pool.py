@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 from hermitcrab.host.config import ServerConfig
-from hermitcrab.host.elicitation import current_asker
-from hermitcrab.host.pool import McpPool, ServerEvent, ToolOutcome
+from hermitcrab.host.mcp.elicitation import current_asker
+from hermitcrab.host.mcp.pool import McpPool, ServerEvent, ToolOutcome
 from tests.support.fake_llm import free_port
 from tests.support.processes import serving
 

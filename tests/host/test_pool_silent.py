@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from hermitcrab.host.config import ServerConfig
-from hermitcrab.host.pool import McpPool
+from hermitcrab.host.mcp.pool import McpPool
 
 SILENT_SERVER = str(Path(__file__).parents[1] / "support" / "silent_server.py")
 

@@ -16,8 +16,8 @@ from jsonschema import Draft7Validator
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
-from hermitcrab.host.own_servers import OWN_SERVERS
-from hermitcrab.host.registry_entry import SCHEMA_URL, server_json
+from hermitcrab.install.own_servers import OWN_SERVERS
+from hermitcrab.install.registry_entry import SCHEMA_URL, server_json
 
 SCHEMA = Path(__file__).parents[1] / "support" / "mcp-registry-server.schema.json"
 SCHEMA_SHA256 = "3fba09590c99f61735d234822279f4223fab9e300c0a81e81c91ab62a4114de0"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hermitcrab.host.events import OWNER, ChatType, Event, Target, person
-from hermitcrab.host.routing import DmScope, routed, session_key
+from hermitcrab.host.session.routing import DmScope, routed, session_key
 
 TARGET = Target("discord", "c-7", "u-1")
 

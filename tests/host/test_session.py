@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from hermitcrab.host.config import AgentSettings
-from hermitcrab.host.loop import run_turn
 from hermitcrab.host.providers import Message, ToolCall
-from hermitcrab.host.session import INTERRUPTED, SessionStore
+from hermitcrab.host.session.transcript import INTERRUPTED, SessionStore
+from hermitcrab.host.turn.loop import run_turn
 from tests.support.scripted_provider import ScriptedProvider
 
 from .test_loop import Toolbox

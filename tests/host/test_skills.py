@@ -10,8 +10,8 @@ import pytest
 
 from hermitcrab.host.config import Settings, SkillSettings, load_settings
 from hermitcrab.host.errors import ConfigError
-from hermitcrab.host.skill_tool import read
-from hermitcrab.host.skills import discover, prompt_section, read_skill, report
+from hermitcrab.host.skills.catalog import discover, prompt_section, read_skill, report
+from hermitcrab.host.skills.tool import read
 
 
 def write_skill(

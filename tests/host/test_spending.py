@@ -6,14 +6,14 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from hermitcrab.host.agent import Agent
-from hermitcrab.host.budget import DEFAULT_LIMITS, TOTAL, Budget, Limit
 from hermitcrab.host.config import AgentSettings, Settings, load_settings
 from hermitcrab.host.events import OWNER, Event, Target, person
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.last_target import LastTarget
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.gateway.last_target import LastTarget
 from hermitcrab.host.providers.base import Usage
-from hermitcrab.host.session import SessionStore
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
+from hermitcrab.host.turn.budget import DEFAULT_LIMITS, TOTAL, Budget, Limit
 from tests.support.scripted_provider import ScriptedProvider
 
 from .test_gateway import RecordingChannel

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import anyio
 
-from hermitcrab.host.agent import Agent
-from hermitcrab.host.commands import status
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
 from hermitcrab.host.events import OWNER, Event, Target
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.pool import McpPool, ServerEvent
-from hermitcrab.host.session import SessionStore
-from hermitcrab.host.triggers import relay_server_events
+from hermitcrab.host.gateway.commands import status
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.gateway.triggers import relay_server_events
+from hermitcrab.host.mcp.pool import McpPool, ServerEvent
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
 from tests.support.fences import fenced
 from tests.support.scripted_provider import ScriptedProvider
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import anyio
 
-from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
 from hermitcrab.host.events import Event, Target
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.pool import McpPool, ServerEvent
-from hermitcrab.host.retries import Retries, owner_announcer
-from hermitcrab.host.session import SessionStore
-from hermitcrab.host.triggers import relay_server_events
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.gateway.triggers import relay_server_events
+from hermitcrab.host.inbox.retries import Retries, owner_announcer
+from hermitcrab.host.mcp.pool import McpPool, ServerEvent
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
 from tests.support.fences import fenced
 from tests.support.scripted_provider import ScriptedProvider
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import Settings
 from hermitcrab.host.events import OWNER, Event, Target
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.pool import McpPool
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.mcp.pool import McpPool
 from hermitcrab.host.providers import Provider
-from hermitcrab.host.session import SessionStore
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
 
 
 class SilentChannel:

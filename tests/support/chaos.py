@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from hermitcrab.host.session import SessionStore
+from hermitcrab.host.session.transcript import SessionStore
 from tests.support.discord_host import start_run
 from tests.support.fake_discord import OWNER, running_fake_discord
 from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import anyio
 
-from hermitcrab.host.agent import Agent
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
 from hermitcrab.host.events import OWNER, Event, Target
-from hermitcrab.host.gateway import Gateway
-from hermitcrab.host.pool import McpPool, ServerEvent
+from hermitcrab.host.gateway.gateway import Gateway
+from hermitcrab.host.gateway.triggers import relay_server_events
+from hermitcrab.host.mcp.pool import McpPool, ServerEvent
 from hermitcrab.host.providers import Completion, Message, ToolCall, ToolSpec, Usage
-from hermitcrab.host.session import SessionStore
-from hermitcrab.host.triggers import relay_server_events
+from hermitcrab.host.session.transcript import SessionStore
+from hermitcrab.host.turn.agent import Agent
 
 
 class EchoProvider:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
 from hermitcrab.host.config import load_settings
-from hermitcrab.host.persona import BOOTSTRAP_ORDER
+from hermitcrab.host.turn.persona import BOOTSTRAP_ORDER
 from tests.support.cli_output import flowing
 from tests.support.fake_llm import running_fake_llm
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
-from hermitcrab.host.deadletters import FOLDER, DeadLetters, Letter
+from hermitcrab.host.inbox.deadletters import FOLDER, DeadLetters, Letter
 from tests.support.cli_output import flowing
 
 runner = CliRunner()

@@ -13,7 +13,7 @@ from mcp import Client, StdioServerParameters
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
-from hermitcrab.host.own_servers import OWN_SERVERS
+from hermitcrab.install.own_servers import OWN_SERVERS
 
 runner = CliRunner()
 

@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app, main
-from hermitcrab.host.service import (
+from hermitcrab.install.service import (
     Command,
     Launchd,
     Program,

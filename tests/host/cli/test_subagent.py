@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
 from hermitcrab.host.config import ProviderProfile, ServerConfig, Settings
-from hermitcrab.host.subagent import subagent_settings
+from hermitcrab.host.turn.subagent import subagent_settings
 
 runner = CliRunner()
 

@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from hermitcrab.host.config import load_settings
-from hermitcrab.host.pool import McpPool
+from hermitcrab.host.mcp.pool import McpPool
 from hermitcrab.servers.cron import build_server
 from tests.servers.cron.conftest import call, error_of, job, soon
 from tests.servers.cron.test_cron_origin import GROUP, OWNER

@@ -1,0 +1,1 @@
+"""The gateway: per-session queues, the triggers that feed them, slash commands and delivery of answers."""

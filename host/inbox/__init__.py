@@ -1,0 +1,1 @@
+"""Exactly once: the inbox log of accepted messages, their tries, dead letters and the one-`run` lock."""

@@ -1,0 +1,105 @@
+"""One agent turn: call the model, run the tools it asks for (concurrently), repeat until it answers."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import AgentSettings
+from ..errors import ContextOverflowError
+from ..providers.base import Message, Provider, Usage
+from ..session.transcript import Session
+from ..text import cut_middle
+from .budget import Spent
+from .context import ContextKeeper
+from .failures import failure_text
+from .flush import FlushTarget
+from .tool_calls import Activity, Toolbox, run_tools
+
+logger = logging.getLogger(__name__)
+
+SILENT_REPLIES = frozenset({"NO_REPLY"})
+
+
+def progress(session: Session, inbound: str) -> list[dict[str, Any]] | None:
+    """The entries of message `inbound`'s turn after its user entry (up to the next turn's), or None when it has no
+    user entry (its turn never started)."""
+    live = session.transcript.view().live
+    start = next((i for i in range(len(live) - 1, -1, -1) if live[i].get("inbound") == inbound), None)
+    if start is None:
+        return None
+    after = live[start + 1 :]
+    end = next((i for i, entry in enumerate(after) if entry.get("kind") == "user"), len(after))
+    return after[:end]
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    reply: str | None
+    usage: Usage
+    model_calls: int
+    context_chars: int
+    spent: Spent | None = None
+    """The budget that kept this turn from calling the model, when one did (`budget.py`)."""
+
+
+async def run_turn(
+    *,
+    provider: Provider,
+    toolbox: Toolbox,
+    session: Session,
+    system: str,
+    user_text: str,
+    settings: AgentSettings,
+    on_tool: Activity | None = None,
+    flush_target: FlushTarget | None = None,
+    inbound: str | None = None,
+) -> TurnResult:
+    """Record the user's text, loop model <-> tools, and return the reply to deliver (None when silent).
+
+    `inbound` (the channel's message id) is kept on the user entry, so a restart can tell how far the turn got; a
+    turn for a message whose entry is already the last one (a crash cut its turn short) goes on from it.
+    A context overflow compacts and retries once; a second one is answered with what happened, never looped.
+    """
+    transcript = session.transcript
+    live = transcript.view().live
+    if inbound is None or not live or live[-1].get("inbound") != inbound:  # else: the cut-off turn goes on
+        transcript.append("user", text=user_text, **({"inbound": inbound} if inbound else {}))
+    messages = session.messages()
+    specs = toolbox.specs()
+    keeper = ContextKeeper(session, provider, toolbox, system, settings, flush_target or FlushTarget())
+    usage = Usage()
+    reply = f"(stopped: the turn reached its limit of {settings.max_iterations} model calls)"
+    calls = 0
+    context_chars = 0
+    while calls < settings.max_iterations:
+        calls += 1
+        messages = await keeper.prepare(messages)
+        context_chars = len(system) + sum(len(m.content) for m in messages)
+        try:
+            try:
+                completion = await provider.complete(system, messages, specs)
+            except ContextOverflowError:
+                messages = await keeper.recover(messages)
+                completion = await provider.complete(system, messages, specs)
+        except ContextOverflowError as exc:
+            logger.warning("session %s still overflows after compacting", session.key, exc_info=True)
+            reply = failure_text(exc)
+            break
+        usage = usage + completion.usage
+        answer = completion.message
+        transcript.append_answer(completion)
+        messages.append(answer)
+        if not answer.tool_calls:
+            reply = answer.content
+            break
+        for call in answer.tool_calls:
+            transcript.append("tool_call", call_id=call.id, name=call.name, arguments=call.arguments)
+        outcomes = await run_tools(toolbox, answer.tool_calls, on_tool)
+        for call, outcome in zip(answer.tool_calls, outcomes, strict=True):
+            text = cut_middle(outcome.text, settings.max_tool_result_chars, "the tool result was too long")
+            transcript.append("tool_result", call_id=call.id, name=call.name, text=text, is_error=outcome.is_error)
+            messages.append(Message("tool", text, tool_call_id=call.id, is_error=outcome.is_error))
+    reply = keeper.annotate("" if reply.strip() in SILENT_REPLIES else reply)
+    return TurnResult(reply or None, usage, calls, context_chars)
