@@ -21,6 +21,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated, S
 from mcp.shared.exceptions import MCPError
 
 from .arguments import quote
+from .sdk_workarounds import lowlevel_server
 
 
 class Notifier:
@@ -33,7 +34,7 @@ class Notifier:
         self._subscribers: dict[Connection, None] = {}  # a dict: told in the order they subscribed
 
     def install(self, server: MCPServer[Any]) -> None:
-        lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # the SDK has no public seam for this
+        lowlevel = lowlevel_server(server)
         lowlevel.add_request_handler("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
         lowlevel.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
 
