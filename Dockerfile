@@ -17,6 +17,7 @@ RUN apt-get update \
 COPY pyproject.toml README.md /src/
 COPY host /src/host
 COPY install /src/install
+COPY util /src/util
 COPY servers /src/servers
 COPY channels /src/channels
 COPY workspace /src/workspace

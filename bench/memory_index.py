@@ -39,7 +39,7 @@ import _memory_longmemeval as longmemeval
 from _memory_bench import percentile
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("channels", "host", "servers", "workspace")
+PACKAGES = ("channels", "host", "install", "servers", "util", "workspace")  # those a revision has
 SYSTEMS = {"ours": [], "bm25": ["--embedder", "none"]}
 SEARCHES = 20
 IDLE_S = 5.0
@@ -162,7 +162,8 @@ def checkout(rev: str, root: Path) -> Iterator[Path]:
         package = root / "path" / "hermitcrab"
         package.mkdir(parents=True)
         for name in PACKAGES:
-            (package / name).symlink_to(tree / name)
+            if (tree / name).is_dir():
+                (package / name).symlink_to(tree / name)
         yield root / "path"
     finally:
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=True)

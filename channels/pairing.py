@@ -14,10 +14,8 @@ denied user is ignored for a day. Files written before denials and announcements
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
-import uuid
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -26,14 +24,14 @@ from typing import Any, Literal, cast
 
 from filelock import FileLock
 
+from hermitcrab.util.files import Stamp, atomic_write_json, stamp
+
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
 CODE_TTL_S = 3600.0  # long enough for the owner to get round to it, short enough that a leaked code soon dies
 MAX_PENDING = 3  # per channel: few enough for the owner to tell the requests apart
 REQUEST_COOLDOWN_S = 600.0  # after a code expired or was dropped: one account cannot keep pushing others out
 DENY_BLOCK_S = 86400.0  # a "no" holds for a day: no fresh code (and owner DM) for whoever was just turned down
-
-Stamp = tuple[int, int, int]
 
 
 @dataclass(frozen=True)
@@ -218,12 +216,8 @@ class PairingStore:
             state.allowed = [replace(a, announced=True) if a == user else a for a in state.allowed]
 
     def stamp(self) -> Stamp | None:
-        """Changes whenever the file is rewritten (each write makes a new file): one stat() tells whether to read."""
-        try:
-            status = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return (status.st_ino, status.st_mtime_ns, status.st_size)
+        """Changes whenever the file is rewritten: one stat() tells whether to read."""
+        return stamp(self.path)
 
     def _read(self) -> _State:
         try:
@@ -250,7 +244,7 @@ class PairingStore:
             before = asdict(state)
             yield state
             if asdict(state) != before:
-                _write_atomically(self.path, asdict(state))
+                atomic_write_json(self.path, asdict(state))
 
 
 def _make_room(state: _State, channel: str, now: float) -> Request | None:
@@ -282,13 +276,3 @@ def _unused_code(state: _State) -> str:
 
 def _new_code() -> str:
     return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
-
-
-def _write_atomically(path: Path, data: object) -> None:
-    """Write a private (0600) temporary file and rename it over `path`: readers see the old or the new, whole."""
-    tmp = path.with_suffix(f".{uuid.uuid4().hex[:6]}.tmp")
-    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=1)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)

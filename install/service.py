@@ -22,7 +22,7 @@ from typing import Protocol
 
 from hermitcrab.host.config import home_dir, load_settings
 from hermitcrab.host.errors import ConfigError, HermitcrabError
-from hermitcrab.host.files import write_atomically
+from hermitcrab.util.files import atomic_write_text
 
 UNIT_NAME = "hermitcrab.service"
 AGENT_LABEL = "local.hermitcrab"
@@ -292,7 +292,7 @@ def write(manager: ServiceManager, program: Program) -> bool:
     if manager.path.exists() and manager.path.read_text(encoding="utf-8") == content:
         return False
     manager.path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(manager.path, content)
+    atomic_write_text(manager.path, content)
     return True
 
 

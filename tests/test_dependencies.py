@@ -1,6 +1,6 @@
 """pyproject.toml declares, part by part, exactly the third-party distributions the installed code imports.
 
-The core install is what the host needs (host/, install/, channels/ but Discord, workspace/, and servers/_common,
+The core install is what the host needs (host/, install/, util/, channels/ but Discord, workspace/, servers/_common,
 which every server uses); each server and the Discord channel add their own packages as an extra of the same name, so
 that `pip install 'hermitcrab[memory]'` brings the memory server and nothing of the browser's.
 """
@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 
 from tests.support.extras import CORE, EXTRAS, PROJECT, ROOT
 
-PACKAGE_FOLDERS = ("host", "install", "servers", "channels", "workspace")
+PACKAGE_FOLDERS = ("host", "install", "util", "servers", "channels", "workspace")
 
 
 def part_of(path: Path) -> str:

@@ -31,7 +31,7 @@ def modules(folder: str) -> list[Path]:
 def test_servers_import_only_themselves_and_common(path: Path):
     own = "hermitcrab.servers." + path.relative_to(ROOT / "servers").parts[0]
     for name in imports(path):
-        assert name.startswith((own, "hermitcrab.servers._common")), f"{path} imports {name}"
+        assert name.startswith((own, "hermitcrab.servers._common", "hermitcrab.util")), f"{path} imports {name}"
 
 
 @pytest.mark.parametrize("path", modules("host"), ids=lambda p: str(p.relative_to(ROOT)))
@@ -45,11 +45,19 @@ def test_host_never_imports_a_server_and_only_the_cli_knows_channels_and_install
 @pytest.mark.parametrize("path", modules("install"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_installing_knows_the_host_but_not_the_cli_channels_or_servers(path: Path):
     for name in imports(path):
-        assert name.startswith(("hermitcrab.install", "hermitcrab.host")), f"{path} imports {name}"
+        assert name.startswith(("hermitcrab.install", "hermitcrab.host", "hermitcrab.util")), f"{path} imports {name}"
         assert not name.startswith(("hermitcrab.host.cli", "hermitcrab.channels")), f"{path} imports {name}"
 
 
 @pytest.mark.parametrize("path", modules("channels"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_channels_import_only_host_events(path: Path):
     for name in imports(path):
-        assert name.startswith(("hermitcrab.channels", "hermitcrab.host.events")), f"{path} imports {name}"
+        assert name.startswith(("hermitcrab.channels", "hermitcrab.host.events", "hermitcrab.util")), (
+            f"{path} imports {name}"
+        )
+
+
+@pytest.mark.parametrize("path", modules("util"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_shared_helpers_import_nothing_of_hermitcrab_but_themselves(path: Path):
+    for name in imports(path):
+        assert name.startswith("hermitcrab.util"), f"{path} imports {name}"

@@ -13,7 +13,8 @@ from collections.abc import Collection
 import anyio
 import discord
 
-from hermitcrab.channels.pairing import Issued, PairingStore, Stamp
+from hermitcrab.channels.pairing import Issued, PairingStore
+from hermitcrab.util.files import Stamp
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+from hermitcrab.util.files import atomic_write_text
+
 from ..events import Target
-from ..files import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ class LastTarget:
         self._current = target = replace(target, reply_to=None)  # announcements start new threads
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fields = {"channel": target.channel, "conversation": target.conversation, "user": target.user}
-        write_atomically(self.path, json.dumps(fields))
+        atomic_write_text(self.path, json.dumps(fields))
 
     def _read(self) -> Target | None:
         try:

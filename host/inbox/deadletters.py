@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from filelock import FileLock
 
-from ..files import write_atomically
+from hermitcrab.util.files import Stamp, atomic_write_text, stamp
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,6 @@ STALE_S = 7 * 86400.0  # a count not bumped for a week is an item that went away
 
 Kind = Literal["server-item", "message"]
 KINDS: tuple[Kind, ...] = ("server-item", "message")
-Stamp = tuple[int, int, int]
 _T = TypeVar("_T")
 
 
@@ -301,14 +300,10 @@ class _SharedFile:
         """Replace the file (0600); a torn one is first kept as `<name>.torn`, for a person to look into."""
         if torn and self.path.exists():
             os.replace(self.path, self.path.with_name(f"{self.path.name}.torn"))
-        write_atomically(self.path, json.dumps(data, indent=1))
+        atomic_write_text(self.path, json.dumps(data, indent=1))
 
     def stamp(self) -> Stamp | None:
-        try:
-            status = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return (status.st_ino, status.st_mtime_ns, status.st_size)
+        return stamp(self.path)
 
 
 def _letter(raw: object) -> Letter:

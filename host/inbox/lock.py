@@ -16,8 +16,9 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from hermitcrab.util.files import atomic_write_text
+
 from ..errors import HermitcrabError
-from ..files import write_atomically
 
 LOCK_FILE = "run.lock"
 PID_FILE = "run.pid"
@@ -38,7 +39,7 @@ def holding_home(home: Path, state: Path) -> Generator[None]:
         raise AlreadyRunning(f"hermitcrab run is already running for {home} (pid {holder(state)})") from None
     pid_file = state / PID_FILE
     try:
-        write_atomically(pid_file, f"{os.getpid()}\n")
+        atomic_write_text(pid_file, f"{os.getpid()}\n")
         yield
     finally:
         with suppress(FileNotFoundError):

@@ -16,8 +16,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from hermitcrab.util.files import append_line, atomic_write_text
+
 from ..events import ChatType, Event, EventKind, Principal, Rights, Target
-from ..files import append_line, write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class Inbox:
         lines += [
             json.dumps({"op": "accepted", "event": to_record(e)}, ensure_ascii=False) for e in self._pending.values()
         ]
-        write_atomically(self.path, "".join(f"{line}\n" for line in lines))
+        atomic_write_text(self.path, "".join(f"{line}\n" for line in lines))
 
 
 def to_record(event: Event) -> dict[str, Any]:

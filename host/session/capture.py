@@ -10,7 +10,8 @@ import datetime as dt
 import re
 from pathlib import Path
 
-from ..files import write_atomically
+from hermitcrab.util.files import atomic_write_text
+
 from ..text import cut_middle
 from .transcript import Session
 
@@ -43,7 +44,7 @@ def capture(session: Session, folder: Path, now: dt.datetime) -> Path | None:
         lines.append("")
     folder.mkdir(parents=True, exist_ok=True)
     path = _free_name(folder, f"{now:%Y-%m-%d}-{slug(' '.join(str(e['text']) for e in said if e['kind'] == 'user'))}")
-    write_atomically(path, "\n".join(lines))
+    atomic_write_text(path, "\n".join(lines))
     return path
 
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from ..files import append_line, write_atomically
+from hermitcrab.util.files import append_line, atomic_write_text
+
 from ..providers.base import Completion, Message, ToolCall, Usage
 
 logger = logging.getLogger(__name__)
@@ -238,7 +239,7 @@ class SessionStore:
 
     def _write_index(self, index: dict[str, Any]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        write_atomically(self._index_path, json.dumps(index, indent=2))
+        atomic_write_text(self._index_path, json.dumps(index, indent=2))
         self._index_cache = None
 
 

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from filelock import FileLock
 
+from hermitcrab.util.files import atomic_write_text
+
 from ..events import Rights
-from ..files import write_atomically
 
 if TYPE_CHECKING:  # config imports this module, and the providers import config
     from ..providers.base import Usage
@@ -124,7 +125,7 @@ class Budget:
         with FileLock(self.root / "usage.lock"):
             usage = self._read(today)
             yield usage
-            write_atomically(self._path(today), json.dumps(usage))
+            atomic_write_text(self._path(today), json.dumps(usage))
 
 
 def _over(limit: Limit, calls: int, tokens: int) -> str | None:

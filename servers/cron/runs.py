@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hermitcrab.servers._common.files import atomic_write_text, read_jsonl
+from hermitcrab.util.files import atomic_write_text, read_jsonl
 
 DEFAULT_KEEP = 200
 

@@ -17,7 +17,7 @@ from typing import TypeVar
 from filelock import FileLock
 from pydantic import BaseModel, Field, ValidationError
 
-from hermitcrab.servers._common.files import atomic_write_text
+from hermitcrab.util.files import atomic_write_text
 
 from .events import Item
 from .jobs import Job

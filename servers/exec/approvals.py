@@ -25,7 +25,7 @@ from mcp.server.mcpserver import Context, Elicit
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
-from hermitcrab.servers._common.files import atomic_write_json
+from hermitcrab.util.files import atomic_write_json
 
 from .policy import Verdict
 

@@ -16,8 +16,9 @@ from typing import Any, NamedTuple, cast
 
 from filelock import FileLock
 
-from hermitcrab.servers._common.files import NotRegularFile, atomic_write_json, fsync_dir, open_regular
+from hermitcrab.servers._common.files import NotRegularFile, open_regular
 from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
+from hermitcrab.util.files import atomic_write_json, fsync_dir
 
 EVERGREEN = ("MEMORY.md", "USER.md")
 MEMORY_DIR = "memory"

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from filelock import FileLock
 
-from hermitcrab.servers._common.files import atomic_write_json
+from hermitcrab.util.files import atomic_write_json
 
 from . import files as memfiles
 from .chunking import Chunk, chunk_markdown

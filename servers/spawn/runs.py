@@ -20,8 +20,8 @@ from typing import Literal, TypeVar
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field
 
-from hermitcrab.servers._common.files import atomic_write_text
 from hermitcrab.servers._common.origin import Origin, Principal
+from hermitcrab.util.files import atomic_write_text
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -18,7 +18,7 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from pydantic import BaseModel
 
-from hermitcrab.servers._common.files import atomic_write_json
+from hermitcrab.util.files import atomic_write_json
 
 
 class Approval(BaseModel):

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -14,7 +15,9 @@ from uv import find_uv_bin
 
 from tests.support.extras import ROOT
 
-SOURCES = ("pyproject.toml", "README.md", "host", "servers", "channels", "workspace")
+# Every package folder pyproject.toml maps, so a new top-level folder cannot be left out of the wheel.
+PACKAGE_FOLDERS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
+SOURCES = ("pyproject.toml", "README.md", *PACKAGE_FOLDERS)
 
 
 def uv(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
