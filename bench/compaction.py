@@ -30,8 +30,8 @@ from hermitcrab.host.config import AgentSettings  # noqa: E402
 from hermitcrab.host.providers import Completion, Message, ToolSpec  # noqa: E402
 from hermitcrab.host.session.transcript import Session, SessionStore  # noqa: E402
 from hermitcrab.host.turn.loop import run_turn  # noqa: E402
-from tests.host.test_loop import Toolbox  # noqa: E402
 from tests.support.scripted_provider import ScriptedProvider  # noqa: E402
+from tests.support.toolboxes import Toolbox  # noqa: E402
 
 _VOCABULARY = "the a plan check deploy review notes meeting later budget report draft server team week idea fix"
 WORDS = _VOCABULARY.split()

@@ -14,8 +14,7 @@ from hermitcrab.host.turn.compaction import Budget, compact
 from hermitcrab.host.turn.loop import run_turn
 from tests.support.channels import SilentChannel
 from tests.support.scripted_provider import ScriptedProvider
-
-from .test_loop import Toolbox
+from tests.support.toolboxes import Toolbox
 
 LONG = "x" * 4_000  # about 1,000 tokens
 

@@ -17,8 +17,7 @@ from hermitcrab.host.session.transcript import Session, SessionStore
 from hermitcrab.host.turn.compaction import Budget, compact
 from hermitcrab.host.turn.loop import run_turn
 from tests.support.scripted_provider import ScriptedProvider
-
-from .test_loop import Toolbox
+from tests.support.toolboxes import Toolbox
 
 SMALL = AgentSettings(context_window_tokens=8_000, reserve_tokens=1_000, keep_recent_tokens=2_000)
 

@@ -13,31 +13,11 @@ from hermitcrab.host.events import OWNER, Event, Target, person
 from hermitcrab.host.gateway.gateway import Gateway
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
+from tests.support.channels import RecordingChannel
 from tests.support.fences import fenced
 from tests.support.scripted_provider import ScriptedProvider
 
 ROOM = Target("test", "room-1", "alice")
-
-
-class RecordingChannel:
-    name = "test"
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[Target, str]] = []
-        self.new_message = anyio.Event()
-
-    async def send(self, target: Target, text: str) -> None:
-        self.sent.append((target, text))
-        self.new_message.set()
-        self.new_message = anyio.Event()
-
-    async def typing(self, target: Target) -> None:
-        return None
-
-    async def next_message(self) -> str:
-        with anyio.fail_after(5):
-            await self.new_message.wait()
-        return self.sent[-1][1]
 
 
 def agent(home: Path, provider: ScriptedProvider, **agent_settings: float) -> Agent:

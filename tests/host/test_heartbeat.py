@@ -14,9 +14,8 @@ from hermitcrab.host.gateway.gateway import Gateway
 from hermitcrab.host.gateway.heartbeat import Heartbeat, has_tasks, is_heartbeat_ok
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
+from tests.support.channels import RecordingChannel
 from tests.support.scripted_provider import ScriptedProvider
-
-from .test_gateway import RecordingChannel
 
 ROOM = Target("test", "room-1", "alice")
 NOON = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)

@@ -14,9 +14,8 @@ from hermitcrab.host.inbox.log import Inbox
 from hermitcrab.host.inbox.retries import Retries
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
+from tests.support.channels import RecordingChannel
 from tests.support.scripted_provider import ScriptedProvider
-
-from .test_gateway import RecordingChannel
 
 DM = Target("test", "dm-1", "sam", reply_to="m-1")
 

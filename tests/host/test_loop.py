@@ -5,39 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from hermitcrab.host.config import AgentSettings
-from hermitcrab.host.mcp.pool import ToolOutcome
-from hermitcrab.host.providers import ToolSpec
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.loop import run_turn
 from tests.support.scripted_provider import ScriptedProvider
-
-
-class Toolbox:
-    """Tools for loop tests: `slow` waits until both slow calls are running, proving they overlap."""
-
-    def __init__(self) -> None:
-        self.running = 0
-        self.both_running = anyio.Event()
-
-    def specs(self) -> list[ToolSpec]:
-        return [ToolSpec(name, name, {"type": "object"}) for name in ("slow", "huge", "broken", "echo")]
-
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
-        if name == "slow":
-            self.running += 1
-            if self.running == 2:
-                self.both_running.set()
-            with anyio.fail_after(5):
-                await self.both_running.wait()
-            return ToolOutcome(f"slow {arguments['n']} done")
-        if name == "huge":
-            return ToolOutcome("A" * 50_000 + "Z")
-        if name == "broken":
-            raise RuntimeError("kaput")
-        return ToolOutcome(arguments.get("text", ""))
+from tests.support.toolboxes import Toolbox
 
 
 async def turn(tmp_path: Path, provider: ScriptedProvider, text: str = "go", **settings: Any):

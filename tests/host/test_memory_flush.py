@@ -20,10 +20,9 @@ from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
 from hermitcrab.host.turn.flush import memory_tools
 from hermitcrab.host.turn.loop import run_turn
+from tests.support.channels import RecordingChannel
 from tests.support.scripted_provider import ScriptedProvider
-
-from .test_gateway import RecordingChannel
-from .test_loop import Toolbox
+from tests.support.toolboxes import Toolbox
 
 ROOM = Target("test", "room-1", "alice")
 SMALL = AgentSettings(context_window_tokens=8_000, reserve_tokens=1_000, keep_recent_tokens=2_000)

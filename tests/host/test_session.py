@@ -12,8 +12,7 @@ from hermitcrab.host.providers import Message, ToolCall
 from hermitcrab.host.session.transcript import INTERRUPTED, SessionStore
 from hermitcrab.host.turn.loop import run_turn
 from tests.support.scripted_provider import ScriptedProvider
-
-from .test_loop import Toolbox
+from tests.support.toolboxes import Toolbox
 
 
 def test_a_session_continues_after_a_restart(tmp_path: Path):

@@ -14,9 +14,8 @@ from hermitcrab.host.providers.base import Usage
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
 from hermitcrab.host.turn.budget import DEFAULT_LIMITS, TOTAL, Budget, Limit
+from tests.support.channels import RecordingChannel
 from tests.support.scripted_provider import ScriptedProvider
-
-from .test_gateway import RecordingChannel
 
 GROUP = Target("test", "room-9", "bob")
 OWNER_DM = Target("test", "owner-dm", "sam")

@@ -19,10 +19,9 @@ from hermitcrab.host.gateway.triggers import relay_server_events
 from hermitcrab.host.mcp.pool import McpPool, ServerEvent
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
+from tests.support.channels import RecordingChannel
 from tests.support.fences import fenced
 from tests.support.scripted_provider import ScriptedProvider
-
-from .test_gateway import RecordingChannel
 
 FAKE_CLI = str(Path(__file__).parents[1] / "servers" / "spawn" / "fake_cli.py")
 CHAT = Target("test", "chat-7", "ada")

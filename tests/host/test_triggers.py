@@ -19,10 +19,9 @@ from hermitcrab.host.inbox.retries import Retries, owner_announcer
 from hermitcrab.host.mcp.pool import McpPool, ServerEvent
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
+from tests.support.channels import RecordingChannel
 from tests.support.fences import fenced
 from tests.support.scripted_provider import ScriptedProvider
-
-from .test_gateway import RecordingChannel
 
 TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
 MAIN = Target("test", "main")

@@ -1,6 +1,9 @@
-"""Channels for host tests: one that drops everything, one that answers the agent's questions like a user."""
+"""Channels for host tests: one that drops everything, one that records what it is sent, one that answers the agent's
+questions like a user."""
 
 from __future__ import annotations
+
+import anyio
 
 from hermitcrab.host.config import Settings
 from hermitcrab.host.events import OWNER, Event, Target
@@ -19,6 +22,29 @@ class SilentChannel:
 
     async def typing(self, target: Target) -> None:
         return None
+
+
+class RecordingChannel:
+    """Records what it is sent; `next_message` waits for the next one."""
+
+    name = "test"
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[Target, str]] = []
+        self.new_message = anyio.Event()
+
+    async def send(self, target: Target, text: str) -> None:
+        self.sent.append((target, text))
+        self.new_message.set()
+        self.new_message = anyio.Event()
+
+    async def typing(self, target: Target) -> None:
+        return None
+
+    async def next_message(self) -> str:
+        with anyio.fail_after(5):
+            await self.new_message.wait()
+        return self.sent[-1][1]
 
 
 class AnsweringChannel:

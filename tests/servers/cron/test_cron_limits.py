@@ -17,7 +17,7 @@ from hermitcrab.host.config import load_settings
 from hermitcrab.host.mcp.pool import McpPool
 from hermitcrab.servers.cron import build_server
 from tests.servers.cron.conftest import call, error_of, job, soon
-from tests.servers.cron.test_cron_origin import GROUP, OWNER
+from tests.support.origins import GROUP, OWNER
 
 EVERY_SECOND = (
     "every_seconds 1 is below this server's minimum interval of 300 s (the owner can lower it with --min-interval-s)"

@@ -9,22 +9,13 @@ import sys
 from mcp import Client
 
 from tests.support.callers import call_as, error_as
+from tests.support.origins import GROUP, GROUP_ORIGIN, GROUP_SESSION, meta
 
 from .conftest import FAKE_CLI, SpawnServer, call, events, spawn, wait_for_items
 
 AGENT = (sys.executable, FAKE_CLI)  # prints the command line it was given, as the agent runtime would be started
-GROUP_SESSION = "discord:group:777"
-GROUP_ORIGIN = {
-    "session": GROUP_SESSION,
-    "principal": "group",
-    "channel": "discord",
-    "to": "channel:777",
-    "user": "555",
-    "label": "discord user 555 (alice), a group member",
-}
 OWNER_ORIGIN = {"session": "main", "principal": "owner", "channel": None, "to": None, "user": None, "label": "me"}
-GROUP = {"hermitcrab/session": GROUP_SESSION, "hermitcrab/principal": "group", "hermitcrab/origin": GROUP_ORIGIN}
-OWNER = {"hermitcrab/session": "main", "hermitcrab/principal": "owner", "hermitcrab/origin": OWNER_ORIGIN}
+OWNER = meta(OWNER_ORIGIN, principal="owner")
 
 
 async def child_argv(client: Client, run_id: str) -> list[str]:
