@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 EventKind = Literal["message", "heartbeat", "cron", "webhook", "subagent", "server"]
 Rights = Literal["owner", "peer", "group", "system"]
@@ -96,7 +96,11 @@ class Event:
 
 
 class Channel(Protocol):
-    """What a channel adapter offers the host; it knows nothing about models or tools."""
+    """What every channel adapter offers the host; it knows nothing about models or tools.
+
+    A channel may offer more, each a capability of its own below; the gateway asks `isinstance(channel, Asks)`
+    rather than guessing attribute names, so what a capability means is written down once, here.
+    """
 
     name: str
 
@@ -107,3 +111,42 @@ class Channel(Protocol):
     async def typing(self, target: Target) -> None:
         """Show that the agent is working, where the IM supports it."""
         ...
+
+
+@runtime_checkable
+class Describes(Protocol):
+    """A channel that says what it can show (Markdown? tables? a person at all?), told to the model each turn."""
+
+    display: str
+
+
+@runtime_checkable
+class Asks(Protocol):
+    """A channel with its own way to put a question (buttons, a prompt); a typed reply answers it too."""
+
+    async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
+        """Show the question; return the choice or text given, or None when withdrawn (cancelled) or unanswered."""
+        ...
+
+
+@runtime_checkable
+class Idles(Protocol):
+    """A channel whose "working" sign (`typing`) must be taken down once the turn ends."""
+
+    async def idle(self, target: Target) -> None: ...
+
+
+@runtime_checkable
+class ChecksConversations(Protocol):
+    """A channel that can tell whether a conversation id names something it can deliver to."""
+
+    def check_conversation(self, to: str) -> str | None:
+        """Why `to` cannot be delivered to, naming the field; None when it can be tried."""
+        ...
+
+
+@runtime_checkable
+class WaitsReady(Protocol):
+    """A channel that connects after it starts (a gateway login): recovery waits for it before answering."""
+
+    async def wait_ready(self) -> None: ...

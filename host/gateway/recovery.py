@@ -13,7 +13,7 @@ import logging
 
 import anyio
 
-from ..events import Event
+from ..events import Event, WaitsReady
 from ..text import shorten
 from ..turn.loop import SILENT_REPLIES, progress
 from .gateway import Gateway
@@ -34,9 +34,9 @@ async def recover(gateway: Gateway) -> None:
         if not inbox.is_pending(event.inbound_id):
             continue
         channel = gateway.channels.get(event.target.channel)
-        if (wait_ready := getattr(channel, "wait_ready", None)) is not None:
+        if isinstance(channel, WaitsReady):
             with anyio.move_on_after(READY_TIMEOUT_S):
-                await wait_ready()
+                await channel.wait_ready()
         try:
             await _recover(gateway, event)
         except Exception:  # one message that cannot be recovered must not keep the host from serving the rest

@@ -21,8 +21,8 @@ from ..errors import ProviderError
 from ..mcp.pool import ToolOutcome
 from ..providers.base import Message, Provider, ToolSpec
 from ..session.transcript import Session
-from ..text import cut_middle
-from .tool_calls import Toolbox, run_tools
+from .exchange import Exchange
+from .tool_calls import Toolbox
 
 logger = logging.getLogger(__name__)
 
@@ -79,27 +79,18 @@ async def flush(
         date=target.today.isoformat(), tools=", ".join(s.name for s in specs), where=_where(specs, target)
     )
     transcript.append("user", text=prompt, flush=True)
-    conversation = [*messages, Message("user", prompt)]
-    allowed = _Only(toolbox, {spec.name for spec in specs})
+    exchange = Exchange(
+        provider,
+        _Only(toolbox, {spec.name for spec in specs}),
+        transcript,
+        system,
+        max_calls=MAX_FLUSH_CALLS,
+        max_result_chars=MAX_RESULT_CHARS,
+        marks={"flush": True},
+    )
     try:
         with anyio.fail_after(timeout_s):
-            for _ in range(MAX_FLUSH_CALLS):
-                completion = await provider.complete(system, conversation, specs)
-                answer = completion.message
-                transcript.append_answer(completion, flush=True)
-                conversation.append(answer)
-                if not answer.tool_calls:
-                    break
-                for call in answer.tool_calls:
-                    transcript.append(
-                        "tool_call", call_id=call.id, name=call.name, arguments=call.arguments, flush=True
-                    )
-                for call, outcome in zip(answer.tool_calls, await run_tools(allowed, answer.tool_calls), strict=True):
-                    text = cut_middle(outcome.text, MAX_RESULT_CHARS, "the tool result was too long")
-                    transcript.append(
-                        "tool_result", call_id=call.id, name=call.name, text=text, is_error=outcome.is_error, flush=True
-                    )
-                    conversation.append(Message("tool", text, tool_call_id=call.id, is_error=outcome.is_error))
+            await exchange.run([*messages, Message("user", prompt)])
     except (ProviderError, TimeoutError) as exc:
         logger.warning("memory flush in session %s failed: %s", session.key, exc or type(exc).__name__)
         return False

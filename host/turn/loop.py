@@ -8,14 +8,14 @@ from typing import Any
 
 from ..config import AgentSettings
 from ..errors import ContextOverflowError
-from ..providers.base import Message, Provider, Usage
+from ..providers.base import Provider, Usage
 from ..session.transcript import Session
-from ..text import cut_middle
 from .budget import Spent
 from .context import ContextKeeper
+from .exchange import Exchange
 from .failures import failure_text
 from .flush import FlushTarget
-from .tool_calls import Activity, Toolbox, run_tools
+from .tool_calls import Activity, Toolbox
 
 logger = logging.getLogger(__name__)
 
@@ -66,40 +66,27 @@ async def run_turn(
     live = transcript.view().live
     if inbound is None or not live or live[-1].get("inbound") != inbound:  # else: the cut-off turn goes on
         transcript.append("user", text=user_text, **({"inbound": inbound} if inbound else {}))
-    messages = session.messages()
-    specs = toolbox.specs()
     keeper = ContextKeeper(session, provider, toolbox, system, settings, flush_target or FlushTarget())
-    usage = Usage()
-    reply = f"(stopped: the turn reached its limit of {settings.max_iterations} model calls)"
-    calls = 0
-    context_chars = 0
-    while calls < settings.max_iterations:
-        calls += 1
-        messages = await keeper.prepare(messages)
-        context_chars = len(system) + sum(len(m.content) for m in messages)
-        try:
-            try:
-                completion = await provider.complete(system, messages, specs)
-            except ContextOverflowError:
-                messages = await keeper.recover(messages)
-                completion = await provider.complete(system, messages, specs)
-        except ContextOverflowError as exc:
-            logger.warning("session %s still overflows after compacting", session.key, exc_info=True)
-            reply = failure_text(exc)
-            break
-        usage = usage + completion.usage
-        answer = completion.message
-        transcript.append_answer(completion)
-        messages.append(answer)
-        if not answer.tool_calls:
-            reply = answer.content
-            break
-        for call in answer.tool_calls:
-            transcript.append("tool_call", call_id=call.id, name=call.name, arguments=call.arguments)
-        outcomes = await run_tools(toolbox, answer.tool_calls, on_tool)
-        for call, outcome in zip(answer.tool_calls, outcomes, strict=True):
-            text = cut_middle(outcome.text, settings.max_tool_result_chars, "the tool result was too long")
-            transcript.append("tool_result", call_id=call.id, name=call.name, text=text, is_error=outcome.is_error)
-            messages.append(Message("tool", text, tool_call_id=call.id, is_error=outcome.is_error))
+    exchange = Exchange(
+        provider,
+        toolbox,
+        transcript,
+        system,
+        max_calls=settings.max_iterations,
+        max_result_chars=settings.max_tool_result_chars,
+        on_tool=on_tool,
+        prepare=keeper.prepare,
+        recover=keeper.recover,
+    )
+    try:
+        answer = await exchange.run(session.messages())
+        reply = (
+            f"(stopped: the turn reached its limit of {settings.max_iterations} model calls)"
+            if answer is None
+            else answer
+        )
+    except ContextOverflowError as exc:
+        logger.warning("session %s still overflows after compacting", session.key, exc_info=True)
+        reply = failure_text(exc)
     reply = keeper.annotate("" if reply.strip() in SILENT_REPLIES else reply)
-    return TurnResult(reply or None, usage, calls, context_chars)
+    return TurnResult(reply or None, exchange.usage, exchange.calls, exchange.context_chars)

@@ -1,0 +1,80 @@
+"""The model-and-tools loop both a turn and the memory flush run: ask the model, run the tools it asks for, repeat.
+
+Everything said is recorded in the session's transcript as it happens (with `marks` on each entry, e.g. the
+flush's `flush: true`), so a crash mid-loop leaves a transcript a restart can read (`recovery.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ContextOverflowError
+from ..providers.base import Completion, Message, Provider, ToolSpec, Usage
+from ..session.transcript import Transcript
+from ..text import cut_middle
+from .tool_calls import Activity, Toolbox, run_tools
+
+Refit = Callable[[list[Message]], Awaitable[list[Message]]]
+"""Makes the conversation fit the model's window again (compaction); returns the messages to send instead."""
+
+
+@dataclass
+class Exchange:
+    """One run of the loop, with its tally: the usage of every call, how many calls, the last context's size."""
+
+    provider: Provider
+    toolbox: Toolbox
+    transcript: Transcript
+    system: str
+    max_calls: int
+    max_result_chars: int
+    on_tool: Activity | None = None
+    prepare: Refit | None = None
+    """Called before each model call (a turn compacts here when the context grows near the limit)."""
+    recover: Refit | None = None
+    """Called once when the provider says the context overflowed, before the call is tried again."""
+    marks: dict[str, Any] = field(default_factory=dict[str, Any])
+    usage: Usage = field(default_factory=Usage)
+    calls: int = 0
+    context_chars: int = 0
+
+    async def run(self, messages: list[Message]) -> str | None:
+        """Loop until the model answers without tool calls; its answer, or None once `max_calls` were made.
+
+        `messages` grows with what is said. A second overflow (after `recover`) is raised to the caller."""
+        specs = self.toolbox.specs()
+        while self.calls < self.max_calls:
+            self.calls += 1
+            if self.prepare is not None:
+                messages[:] = await self.prepare(messages)
+            self.context_chars = len(self.system) + sum(len(m.content) for m in messages)
+            completion = await self._complete(messages, specs)
+            self.usage = self.usage + completion.usage
+            answer = completion.message
+            self.transcript.append_answer(completion, **self.marks)
+            messages.append(answer)
+            if not answer.tool_calls:
+                return answer.content
+            for call in answer.tool_calls:
+                self.transcript.append(
+                    "tool_call", call_id=call.id, name=call.name, arguments=call.arguments, **self.marks
+                )
+            outcomes = await run_tools(self.toolbox, answer.tool_calls, self.on_tool)
+            for call, outcome in zip(answer.tool_calls, outcomes, strict=True):
+                text = cut_middle(outcome.text, self.max_result_chars, "the tool result was too long")
+                self.transcript.append(
+                    "tool_result", call_id=call.id, name=call.name, text=text, is_error=outcome.is_error, **self.marks
+                )
+                messages.append(Message("tool", text, tool_call_id=call.id, is_error=outcome.is_error))
+        return None
+
+    async def _complete(self, messages: list[Message], specs: list[ToolSpec]) -> Completion:
+        try:
+            return await self.provider.complete(self.system, messages, specs)
+        except ContextOverflowError:
+            if self.recover is None:
+                raise
+            messages[:] = await self.recover(messages)
+            return await self.provider.complete(self.system, messages, specs)

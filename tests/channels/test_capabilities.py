@@ -1,0 +1,37 @@
+"""Each channel offers the optional capabilities of `hermitcrab.host.events` by their declared shape.
+
+The gateway finds a capability with `isinstance(channel, Asks)`; a method renamed in an adapter would silently
+drop it (Discord's buttons would turn into typed questions), so the expected set is pinned here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hermitcrab.channels.discord.channel import DiscordChannel
+from hermitcrab.channels.terminal import TerminalChannel
+from hermitcrab.channels.webhook import WebhookChannel
+from hermitcrab.host.cli.ask import CliChannel
+from hermitcrab.host.events import Asks, ChecksConversations, Idles, WaitsReady
+
+CAPABILITIES = (Asks, Idles, ChecksConversations, WaitsReady)
+
+
+@pytest.mark.parametrize(
+    ("adapter", "expected"),
+    [
+        (DiscordChannel, {Asks, Idles, ChecksConversations, WaitsReady}),
+        (WebhookChannel, {ChecksConversations}),
+        (TerminalChannel, set()),
+        (CliChannel, {Asks}),
+    ],
+    ids=lambda value: getattr(value, "__name__", ""),
+)
+def test_a_channel_offers_exactly_the_capabilities_it_implements(adapter: type, expected: set[type]):
+    assert {capability for capability in CAPABILITIES if issubclass(adapter, capability)} == expected
+
+
+@pytest.mark.parametrize("adapter", [DiscordChannel, WebhookChannel, TerminalChannel, CliChannel])
+def test_every_channel_describes_what_it_can_show(adapter: type):
+    display = getattr(adapter, "display", None)
+    assert isinstance(display, str) and len(display) > 20
