@@ -23,6 +23,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
 
 from hermitcrab.servers._common.notifier import Notifier
+from hermitcrab.util.outbound import Outbound
 
 from . import webhook
 from .events import Item, job_item, run_id
@@ -98,6 +99,7 @@ class Engine:
         runs: RunLog,
         notifier: Notifier,
         grace_s: float,
+        outbound: Outbound,
         backoff: Sequence[float] = webhook.BACKOFF_S,
         poll_s: float = 1.0,
     ) -> None:
@@ -109,7 +111,7 @@ class Engine:
         self._planned: dict[str, tuple[object, ...]] = {}
         self._ticks_in, self._ticks_out = anyio.create_memory_object_stream[Tick](math.inf)
         self._known_events = {item.id for item in store.state.events}
-        self.outbox = webhook.Outbox(self, store, runs, backoff)
+        self.outbox = webhook.Outbox(self, store, runs, outbound, backoff)
         self._announce_due = anyio.Event()
         self._running = False
 

@@ -16,6 +16,7 @@ from hermitcrab.servers._common.arguments import describe_invalid
 from hermitcrab.servers._common.notifier import Notifier
 from hermitcrab.servers._common.origin import Caller, Origin, caller
 from hermitcrab.servers._common.server import GuardedServer
+from hermitcrab.util.outbound import Outbound, OutboundRefused
 
 from . import webhook
 from .engine import Engine, Tick, next_run
@@ -26,6 +27,7 @@ from .runs import RunLog
 from .store import State, Store
 
 DEFAULT_GRACE_S = 12 * 3600
+ALLOW_HINT = "start hermitcrab-cron with --allow-outbound HOST:PORT (the host: [outbound] allow in config.toml)"
 INSTRUCTIONS = (
     "Scheduled jobs: reminders, daily summaries, periodic checks. A job fires on its schedule (once `at` a time, "
     "`every` N seconds, or by a `cron` expression in a time zone) and leaves an item on the resource cron://events "
@@ -99,15 +101,18 @@ def build_server(
     poll_s: float = 1.0,
     min_interval_s: float = DEFAULT_MIN_INTERVAL_S,
     max_jobs: int = DEFAULT_MAX_JOBS,
+    outbound_allow: Sequence[str] = (),
 ) -> MCPServer:
     """The cron server keeping its store in `state`; `backoff` is the webhook retry schedule in seconds.
 
-    `min_interval_s` and `max_jobs` bound what cron_add and cron_update accept (see limits.py).
+    `min_interval_s` and `max_jobs` bound what cron_add and cron_update accept (see limits.py). Webhooks go only to
+    public addresses and to those `outbound_allow` lists (`hermitcrab.util.outbound`).
     """
+    outbound = Outbound(outbound_allow, how_to_allow=ALLOW_HINT)
     store = Store(state)
     limits = Limits(min_interval_s, max_jobs)
     notifier = Notifier(EVENTS_URI)
-    engine = Engine(store, RunLog(state), notifier, grace_s, backoff, poll_s)
+    engine = Engine(store, RunLog(state), notifier, grace_s, outbound, backoff, poll_s)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncGenerator[None]:
@@ -187,6 +192,7 @@ def build_server(
         refuse_past("job", job.schedule, now)
         limits.refuse_too_often("job", job.schedule, now)
         refuse_beyond_rights(who, job.session, job.delivery)
+        refuse_destination("job", job.delivery, outbound)
 
         def add(state: State) -> Job:
             limits.refuse_too_many(len(state.jobs), len(visible(state, who)))
@@ -213,6 +219,7 @@ def build_server(
             except ValidationError as exc:
                 raise ToolError(describe_invalid("cron_update", exc)) from exc
             refuse_beyond_rights(who, changed.session, changed.delivery)
+            refuse_destination("patch", changed.delivery, outbound)
             state.jobs[job_id] = changed
             return changed
 
@@ -348,6 +355,16 @@ def refuse_beyond_rights(who: Caller, session: Session, delivery: Delivery) -> N
             f"A job made from a {who.principal} session cannot have webhook delivery (this server would POST to that "
             "URL from the owner's machine); leave delivery at 'announce' and its reply comes back to this conversation."
         )
+
+
+def refuse_destination(argument: str, delivery: Delivery, outbound: Outbound) -> None:
+    """A webhook URL naming this machine or its network is refused when the job is made (and again, resolved, at
+    each delivery)."""
+    if delivery.mode == "webhook" and delivery.url is not None:
+        try:
+            outbound.precheck(delivery.url)
+        except OutboundRefused as exc:
+            raise ToolError(f"`{argument}.delivery.url` {exc}") from None
 
 
 def refuse_past(argument: str, schedule: Schedule, now: datetime) -> None:

@@ -10,6 +10,8 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import httpx
 
+from hermitcrab.util.outbound import Outbound, guarded_client
+
 from .events import Item
 from .runs import RunLog
 from .store import Outgoing, State, Store
@@ -37,8 +39,11 @@ async def post(client: httpx.AsyncClient, url: str, item: Item) -> str | None:
 class Outbox:
     """Delivers the store's outbox while `active()` (only the process that fires delivers); `wake` when it grew."""
 
-    def __init__(self, editor: Editor, store: Store, runs: RunLog, backoff: Sequence[float] = BACKOFF_S) -> None:
+    def __init__(
+        self, editor: Editor, store: Store, runs: RunLog, outbound: Outbound, backoff: Sequence[float] = BACKOFF_S
+    ) -> None:
         self._editor, self._store, self._runs = editor, store, runs
+        self.outbound = outbound
         self.backoff = tuple(backoff)
         self._wake = anyio.Event()
 
@@ -47,7 +52,7 @@ class Outbox:
 
     async def run(self, active: Callable[[], bool]) -> None:
         # Redirects are not followed: a receiver that moved should be configured with its new URL.
-        async with httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False, trust_env=False) as http:
+        async with guarded_client(self.outbound, timeout=TIMEOUT_S) as http:
             while True:
                 self._wake = anyio.Event()
                 wait = await self._deliver_due(http) if active() else math.inf

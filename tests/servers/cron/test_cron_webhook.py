@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from tests.servers.cron.conftest import CronServer, call, events, job
+from tests.servers.cron.conftest import CronServer, call, error_of, events, job
 
 
 class Receiver:
@@ -58,7 +58,7 @@ async def runs_of(client: Client, job_id: str) -> list[dict[str, Any]]:
 
 async def test_a_webhook_job_is_posted_and_retried_with_backoff(cron_server: CronServer):
     with receiving(failures=2) as (url, receiver):
-        async with Client(cron_server(backoff=(0.3, 0.6, 5))) as client:
+        async with Client(cron_server(backoff=(0.3, 0.6, 5), outbound_allow=["127.0.0.1"])) as client:
             added = await call(client, "cron_add", job=webhook_job(url))
             ran = await call(client, "cron_run", job_id=added["id"])
             with anyio.fail_after(5):
@@ -80,7 +80,7 @@ async def test_a_webhook_job_is_posted_and_retried_with_backoff(cron_server: Cro
 
 async def test_a_webhook_that_keeps_failing_is_given_up_after_the_last_delay(cron_server: CronServer):
     with receiving(failures=100) as (url, receiver):
-        async with Client(cron_server(backoff=(0.1, 0.1))) as client:
+        async with Client(cron_server(backoff=(0.1, 0.1), outbound_allow=["127.0.0.1"])) as client:
             added = await call(client, "cron_add", job=webhook_job(url))
             await call(client, "cron_run", job_id=added["id"])
             with anyio.fail_after(5):
@@ -90,3 +90,25 @@ async def test_a_webhook_that_keeps_failing_is_given_up_after_the_last_delay(cro
             status = await call(client, "cron_status")
     assert len(receiver.received) == 3
     assert listed["last_run"]["status"] == "failed" and status["pending_webhooks"] == 0
+
+
+async def test_a_webhook_to_this_machine_or_the_metadata_service_is_refused_unless_allowed(cron_server: CronServer):
+    async with Client(cron_server()) as client:
+        for url in ("http://127.0.0.1:8080/hook", "http://169.254.169.254/latest/meta-data/", "http://localhost/x"):
+            refused = await error_of(client, "cron_add", job=webhook_job(url))
+            assert "refused" in refused and "--allow-outbound" in refused, refused
+        assert (await call(client, "cron_list"))["jobs"] == []
+
+
+async def test_each_delivery_is_checked_again_so_a_removed_allowance_stops_it(cron_server: CronServer):
+    with receiving(failures=0) as (url, receiver):
+        async with Client(cron_server(outbound_allow=["127.0.0.1"])) as client:
+            added = await call(client, "cron_add", job=webhook_job(url))
+        async with Client(cron_server(backoff=(0.1,))) as client:  # the same store, started without the allowance
+            await call(client, "cron_run", job_id=added["id"])
+            with anyio.fail_after(5):
+                while not any(run["status"] == "failed" for run in await runs_of(client, added["id"])):
+                    await anyio.sleep(0.05)
+            history = await runs_of(client, added["id"])
+    assert receiver.received == []
+    assert any("loopback" in (run.get("detail") or "") for run in history), history
