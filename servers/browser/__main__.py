@@ -107,7 +107,7 @@ def config_from_args(args: argparse.Namespace) -> BrowserConfig:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    serve(build_server(config_from_args(args)), args.http, args.log_level)
+    serve(build_server(config_from_args(args)), args)
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     except StoreUnreadable as exc:
         sys.exit(f"hermitcrab-cron: {exc}")
     with suppress(KeyboardInterrupt):
-        serve(server, args.http, args.log_level)
+        serve(server, args)
 
 
 if __name__ == "__main__":

@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"hermitcrab-exec: --sandbox bwrap: {exc}")
     except StateInsideRoot as exc:
         sys.exit(f"hermitcrab-exec: --state: {exc}")
-    serve(server, args.http, args.log_level)
+    serve(server, args)
 
 
 if __name__ == "__main__":

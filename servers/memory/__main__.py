@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         freeze_heap=True,
     )
     with suppress(KeyboardInterrupt):
-        serve(server, args.http, args.log_level)
+        serve(server, args)
 
 
 if __name__ == "__main__":

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     limits = Limits(args.max_depth, args.max_children, args.max_concurrent, args.timeout_s)
     server = build_server(args.state or state, configured, limits)
     with suppress(KeyboardInterrupt):
-        serve(server, args.http, args.log_level)
+        serve(server, args)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from importlib.metadata import entry_points, metadata
 from pathlib import Path
@@ -60,3 +61,17 @@ async def test_the_portable_exec_entry_starts(tmp_path: Path):
 
     assert {"exec", "read_file", "write_file"} <= tools
     assert (tmp_path / ".hermitcrab" / "workspace").is_dir(), "the default root under that machine's home"
+
+
+def test_the_http_entry_sends_the_token_from_the_environment_and_says_how_to_start_the_server():
+    result = CliRunner().invoke(app, ["mcp-config", "exec", "--http", "0.0.0.0:8765"])
+    assert result.exit_code == 0, result.output
+    entry = json.loads(result.stdout)["mcpServers"]["exec"]
+
+    assert entry == {
+        "type": "http",
+        "url": f"http://{socket.gethostname()}:8765/mcp",
+        "headers": {"Authorization": "Bearer ${HERMITCRAB_MCP_TOKEN}"},
+    }
+    (start,) = [line for line in result.stderr.splitlines() if line.startswith("HERMITCRAB_MCP_TOKEN=")]
+    assert "hermitcrab-exec" in start and start.endswith(f"--http 0.0.0.0:8765 --allow-host {socket.gethostname()}")
