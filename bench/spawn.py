@@ -68,7 +68,7 @@ async def spawn_latency(state: Path, spawns: int) -> list[float]:
 
 async def many_runs(state: Path, runs: int) -> tuple[float, int, int]:
     """Wall time for `runs` runs of RUN_S seconds each through 8 slots; (seconds, items announced, of them ok)."""
-    slow = f"work={sys.executable} {FAKE_CLI} --sleep {RUN_S}"
+    slow = f"work={sys.executable} {FAKE_CLI} --sleep {RUN_S} --stdin"
     async with Client(server(state, "--cli", slow, "--max-concurrent", "8")) as client:
         start = time.perf_counter()
         for number in range(runs):

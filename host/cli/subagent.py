@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -17,8 +18,11 @@ from .runtime import open_agent, setup_logging
 
 
 def subagent(
-    task: Annotated[str, typer.Argument(help="The task; the sub-agent sees nothing else.")],
     run_dir: Annotated[Path, typer.Option("--run-dir", help="The run's folder; its transcript is kept under it.")],
+    task: Annotated[
+        str | None,
+        typer.Argument(help="The task; the sub-agent sees nothing else (default: stdin, as spawn passes it)."),
+    ] = None,
     session: Annotated[str, typer.Option(help="The run's session key (spawn passes subagent:<run id>).")] = "subagent",
     label: Annotated[str, typer.Option(help="The run's name, shown in its prompt.")] = "sub-agent",
     model: Annotated[str | None, typer.Option(help="Use this model instead of the configured ones.")] = None,
@@ -31,11 +35,13 @@ def subagent(
     ] = "owner",
     verbose: VerboseOption = False,
 ) -> None:
-    """Run one task to its end with the parent's MCP servers and print the final answer (for hermitcrab-spawn)."""
+    """Run one task to its end with the parent's MCP servers and print the final answer (for hermitcrab-spawn, which
+    passes the task on stdin so that `ps` does not show it)."""
+    text = sys.stdin.read() if task is None else task
     environ = {**os.environ, "HERMITCRAB_HOME": str(home)} if home is not None else None
     settings = subagent_settings(load_settings(environ), model, hide_tool or [])
     setup_logging(verbose, settings)
-    reply = anyio.run(_run, settings, run_dir, task, session, label, principal)
+    reply = anyio.run(_run, settings, run_dir, text, session, label, principal)
     if reply:
         typer.echo(reply)
 

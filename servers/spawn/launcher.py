@@ -1,5 +1,12 @@
 """A run's process: its command line from a template, started under the guard in a process group of its own,
-waited for, and killed as a whole group (the command and everything it started)."""
+waited for, and killed as a whole group (the command and everything it started).
+
+The task reaches the command on stdin, from `task` in the run's folder (0600), and never through argv unless the
+template asks for it: argv is readable by every local user (`ps`, `/proc/*/cmdline`), a file of ours and a pipe are
+not. A file rather than a pipe we write to, because a command that never reads its stdin would block that write,
+and because `{task_file}` can name the same file to CLIs that take a prompt file. A template that puts `{task}` in argv (a CLI that takes the
+prompt only there) gets it as one argument that can never become an option: see `fill`.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +25,13 @@ from anyio.abc import Process
 
 GUARD = Path(__file__).with_name("guard.py")
 KILL_GRACE_S = 2.0
-_FIELD = re.compile(r"\{(task|model|label)\}")
+TASK_FILE = "task"
+END_OF_OPTIONS = "--"
+_FIELD = re.compile(r"\{(task|task_file|model|label)\}")
+
+
+class OptionLike(ValueError):
+    """A value from the model would start an argument with `-`, where the command would read it as an option."""
 
 
 def parse_template(template: str) -> tuple[str, ...]:
@@ -30,9 +43,34 @@ def parse_template(template: str) -> tuple[str, ...]:
 
 
 def fill(template: Sequence[str], values: Mapping[str, str]) -> list[str]:
-    """Put `{task}`, `{model}` and `{label}` into the arguments that name them, in one pass, never through a shell:
-    a task full of spaces, quotes, `;` or `$(...)` stays exactly one argument, and braces in it stay as they are."""
-    return [_FIELD.sub(lambda match: values.get(match.group(1), ""), part) for part in template]
+    """Put `{task}`, `{task_file}`, `{model}` and `{label}` into the arguments that name them, in one pass, never
+    through a shell: a task full of spaces, quotes, `;` or `$(...)` stays exactly one argument, and braces in it stay
+    as they are.
+
+    Those values come from the model, so none may turn into an option of the command: an argument that begins with a
+    field and would begin with `-` raises OptionLike, unless the template marks the end of its options with a `--`
+    argument before it (`claude -p -- {task}`), after which the command reads every argument as an operand."""
+    filled: list[str] = []
+    for part in template:
+        value = _FIELD.sub(lambda match: values.get(match.group(1), ""), part)
+        starts_with = _FIELD.match(part)
+        if starts_with and value.startswith("-") and END_OF_OPTIONS not in template[: len(filled)]:
+            raise OptionLike(
+                f"{{{starts_with.group(1)}}} would start an argument with '-', which the command would take as an "
+                f"option; rephrase it so it does not begin with '-' (or the operator can put {END_OF_OPTIONS} before "
+                "it in the template)"
+            )
+        filled.append(value)
+    return filled
+
+
+def write_task(run_dir: Path, task: str) -> Path:
+    """`task` in the run's folder, readable by this user only."""
+    path = run_dir / TASK_FILE
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(task)
+    return path
 
 
 class Child:
@@ -48,12 +86,14 @@ class Child:
         return self.process.pid
 
     @classmethod
-    async def start(cls, argv: Sequence[str], run_dir: Path, env: Mapping[str, str] | None = None) -> Child:
-        """Start `argv` under the guard; stdout goes to `output`, stderr to `log` in `run_dir`."""
+    async def start(cls, argv: Sequence[str], run_dir: Path, task: str, env: Mapping[str, str] | None = None) -> Child:
+        """Start `argv` under the guard with `task` on its stdin; stdout goes to `output`, stderr to `log` in
+        `run_dir`."""
         run_dir.mkdir(parents=True, exist_ok=True)
+        task_file = write_task(run_dir, task)
         with (run_dir / "output").open("wb") as output, (run_dir / "log").open("ab") as log:
             process = await anyio.open_process(
-                [sys.executable, "-I", "-S", str(GUARD), str(run_dir / "exit_code"), "--", *argv],
+                [sys.executable, "-I", "-S", str(GUARD), str(run_dir / "exit_code"), str(task_file), "--", *argv],
                 stdin=subprocess.PIPE,
                 stdout=output,
                 stderr=log,

@@ -17,7 +17,7 @@ from hermitcrab.servers._common.arguments import shorten
 from hermitcrab.servers._common.notifier import Notifier
 from hermitcrab.servers._common.origin import Origin, Principal
 
-from .launcher import Child, fill
+from .launcher import TASK_FILE, Child, OptionLike, fill
 from .runs import Run, Runtime, State, Status, Store, new_run_id
 
 logger = logging.getLogger(__name__)
@@ -181,6 +181,11 @@ class Manager:
         if request.cli is None or request.cli not in self.commands.cli:
             given = f"there is no cli named {request.cli!r}" if request.cli else 'runtime "cli" needs `cli`'
             raise Refused(f"{given}{_named_clis(self.commands.cli) or '; none are configured (--cli NAME=TEMPLATE)'}")
+        label = request.label or _label_from(request.task)
+        try:
+            fill(self.commands.cli[request.cli], _values(request.task, request.model, label, Path(TASK_FILE)))
+        except OptionLike as exc:
+            raise Refused(f"sessions_spawn refused for cli {request.cli!r}: {exc}.") from None
 
     def _depth_of(self, state: State, session: str) -> int:
         run = state.runs.get(session.removeprefix(SUBAGENT_SESSION)) if session.startswith(SUBAGENT_SESSION) else None
@@ -221,7 +226,11 @@ class Manager:
             if not self.store.transact(lambda state: _claim(state.runs[run.id])):
                 return  # killed while it waited for its slot
             try:
-                child = await Child.start(self._argv(run, run_dir), run_dir)
+                child = await Child.start(self._argv(run, run_dir), run_dir, run.task)
+            except OptionLike as exc:
+                self._record(run.id, "failed", None, f"not started: {exc}")
+                await self.notifier.changed()
+                return
             except OSError as exc:
                 self._record(run.id, "failed", None, f"could not start the run's process: {exc.strerror or exc}")
                 await self.notifier.changed()
@@ -248,10 +257,10 @@ class Manager:
             self._wake.set()
 
     def _argv(self, run: Run, run_dir: Path) -> list[str]:
+        """The command line of a run; the task itself is on its stdin (see launcher), in argv only where a `cli`
+        template puts `{task}`."""
         if run.runtime == "cli":
-            template = self.commands.cli[run.cli or ""]
-            argv = fill(template, {"task": run.task, "model": run.model or "", "label": run.label})
-            return argv if any("{task}" in part for part in template) else [*argv, run.task]
+            return fill(self.commands.cli[run.cli or ""], _values(run.task, run.model, run.label, run_dir / TASK_FILE))
         assert self.commands.agent is not None
         argv = [*self.commands.agent, "--run-dir", str(run_dir), "--session", SUBAGENT_SESSION + run.id]
         argv += ["--label", run.label, *(["--model", run.model] if run.model else [])]
@@ -259,7 +268,7 @@ class Manager:
             argv += ["--principal", run.principal]
         if run.depth >= self.limits.max_depth:
             argv += [option for tool in OWN_TOOLS for option in ("--hide-tool", tool)]
-        return [*argv, "--", run.task]
+        return argv
 
     def _record(self, run_id: str, status: Status, code: int | None, error: str | None) -> None:
         self.store.transact(lambda state: _finish(state.runs[run_id], status, code, error))
@@ -296,6 +305,10 @@ def _why(status: Status, code: int | None, run: Run) -> str | None:
     if status == "failed":
         return f"exited with code {code}" if code is not None else "its process was killed from outside"
     return None
+
+
+def _values(task: str, model: str | None, label: str, task_file: Path) -> dict[str, str]:
+    return {"task": task, "task_file": str(task_file), "model": model or "", "label": label}
 
 
 def _label_from(task: str) -> str:

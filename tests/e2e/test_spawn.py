@@ -31,8 +31,8 @@ def start(hermitcrab_home: Path, llm: FakeLLM, tmp_path: Path) -> Iterator[Calla
         "command": sys.executable,
         "args": [
             *("-m", "hermitcrab.servers.spawn", "--state", str(hermitcrab_home / "state" / "spawn")),
-            *("--cli", f"fast={sys.executable} {FAKE_CLI} --sleep 0.2"),
-            *("--cli", f"slow={sys.executable} {FAKE_CLI} --sleep 2"),
+            *("--cli", f"fast={sys.executable} {FAKE_CLI} --sleep 0.2 --stdin"),
+            *("--cli", f"slow={sys.executable} {FAKE_CLI} --sleep 2 --stdin"),
             *("--agent", f"{sys.executable} -m hermitcrab.host.cli subagent"),
         ],
         "env": {name: f"${{{name}:-}}" for name in PROVIDER_ENV},  # passed on from the host's environment

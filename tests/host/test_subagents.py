@@ -28,7 +28,7 @@ CHAT = Target("test", "chat-7", "ada")
 
 
 def spawn_server(state: Path) -> ServerConfig:
-    clis = [f"slow={sys.executable} {FAKE_CLI} --sleep 60", f"echo={sys.executable} {FAKE_CLI}"]
+    clis = [f"slow={sys.executable} {FAKE_CLI} --sleep 60 --stdin", f"echo={sys.executable} {FAKE_CLI} --stdin"]
     flags = [flag for cli in clis for flag in ("--cli", cli)]
     return ServerConfig(
         "spawn", command=sys.executable, args=("-m", "hermitcrab.servers.spawn", "--state", str(state), *flags)

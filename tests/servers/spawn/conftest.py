@@ -20,7 +20,7 @@ CLIS = {
     "echo": (sys.executable, FAKE_CLI, "{task}"),
     "slow": (sys.executable, FAKE_CLI, "--grandchild", "--sleep", "60", "{task}"),
     "fails": (sys.executable, FAKE_CLI, "--exit", "3", "{task}"),
-    "appended": (sys.executable, FAKE_CLI, "--sleep", "0"),
+    "piped": (sys.executable, FAKE_CLI, "--sleep", "0", "--stdin"),
 }
 SpawnServer = Callable[..., MCPServer]
 

@@ -3,6 +3,7 @@
 --sleep S       wait S seconds first
 --exit N        exit with code N
 --grandchild    leave a `sleep` process behind in the process group first (a CLI that starts helpers)
+--stdin         print what it read on stdin as the list's last item
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import sys
 import time
 
 rest = sys.argv[1:]
-sleep, code = 0.0, 0
-while rest and rest[0] in ("--sleep", "--exit", "--grandchild"):
+sleep, code, piped = 0.0, 0, False
+while rest and rest[0] in ("--sleep", "--exit", "--grandchild", "--stdin"):
     option = rest.pop(0)
-    if option == "--grandchild":
+    if option == "--stdin":
+        piped = True
+    elif option == "--grandchild":
         subprocess.Popen(["sleep", "300"])
     elif option == "--sleep":
         sleep = float(rest.pop(0))
@@ -24,5 +27,5 @@ while rest and rest[0] in ("--sleep", "--exit", "--grandchild"):
         code = int(rest.pop(0))
 print("working", file=sys.stderr, flush=True)
 time.sleep(sleep)
-print(json.dumps(rest))
+print(json.dumps([*rest, sys.stdin.read()] if piped else rest))
 sys.exit(code)

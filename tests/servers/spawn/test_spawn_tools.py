@@ -27,16 +27,16 @@ async def test_a_cli_run_reports_its_output_on_events_in_its_session_until_acked
     assert after == {"items": [], "ack": {"tool": "sessions_ack", "argument": "run_ids"}}
 
 
-async def test_a_task_full_of_shell_metacharacters_arrives_as_one_argument(spawn_server: SpawnServer):
+async def test_a_task_full_of_shell_metacharacters_arrives_as_one_argument_or_on_stdin(spawn_server: SpawnServer):
     task = """it's "quoted"; rm -rf / && echo $(whoami) `id` | tee x > y {model} {task} \\ *.py\nnext line"""
     async with Client(spawn_server()) as client:
         exact = await spawn(client, "echo", task)
-        appended = await spawn(client, "appended", "-v --help " + task)
+        piped = await spawn(client, "piped", "-v --help " + task)
         await wait_for_items(client, 2)
-        results = {run_id: await call(client, "sessions_result", run_id=run_id) for run_id in (exact, appended)}
+        results = {run_id: await call(client, "sessions_result", run_id=run_id) for run_id in (exact, piped)}
 
     assert json.loads(results[exact]["result"]) == [task]
-    assert json.loads(results[appended]["result"]) == ["-v --help " + task]
+    assert json.loads(results[piped]["result"]) == ["-v --help " + task]
 
 
 async def test_without_a_session_in_meta_runs_belong_to_main(spawn_server: SpawnServer):
@@ -123,7 +123,7 @@ async def test_unknown_clis_runs_and_a_missing_agent_runtime_are_explained(spawn
         no_cli = await error_of(client, "sessions_spawn", task="x", runtime="cli", cli="nope")
         no_agent = await error_of(client, "sessions_spawn", task="x")
         no_run = await error_of(client, "sessions_status", run_id="20260101-000000-abcdef")
-    assert "there is no cli named 'nope'; the clis here: appended, echo, fails, slow" in no_cli
+    assert "there is no cli named 'nope'; the clis here: echo, fails, piped, slow" in no_cli
     assert "the agent runtime is not available here" in no_agent
     assert "there is no run '20260101-000000-abcdef'" in no_run
 
