@@ -7,9 +7,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from .server_settings import FACTS
+from hermitcrab.util.server_options import SERVERS
 
-OWN_SERVERS = tuple(FACTS)  # memory, exec, browser, cron, spawn
+OWN_SERVERS = tuple(SERVERS)  # memory, exec, browser, cron, spawn
 
 
 def launch_command(name: str) -> str:
@@ -27,19 +27,20 @@ def _script(script: str) -> str:
 def server_entry(name: str, home: Path) -> dict[str, str | list[str]]:
     """The Claude Desktop `mcpServers` entry; the arguments pin the server to this home, since hosts do not pass
     HERMITCRAB_HOME on to servers."""
-    workspace, state = str(home / "workspace"), ["--state", str(home / "state" / name)]
-    args = {
-        "memory": ["--workspace", workspace, *state],
-        "exec": ["--root", workspace, *state, *FACTS["exec"].switches],
-        "browser": ["--root", workspace, *state],  # uploads come only from the workspace
-        "cron": state,
-        # the agent runtime is this host's own `subagent` command, pinned to this home like the servers
-        "spawn": [*state, "--agent", shlex.join([_script("hermitcrab"), "subagent", "--home", str(home)])],
-    }
-    return {"command": launch_command(name), "args": args[name]}
+    server = SERVERS[name]
+    folders = {"workspace": home / "workspace", "state": home / "state" / name}
+    args = [
+        part
+        for option in server.options
+        if option.home_folder
+        for part in (option.flag, str(folders[option.home_folder]))
+    ]
+    if name == "spawn":  # the agent runtime is this host's own `subagent` command, pinned to this home likewise
+        args += ["--agent", shlex.join([_script("hermitcrab"), "subagent", "--home", str(home)])]
+    return {"command": launch_command(name), "args": [*args, *server.switches]}
 
 
 def portable_entry(name: str) -> dict[str, str | list[str]]:
     """An `mcpServers` entry that works on any machine with uv: `uvx` installs the server's extra on first use, and
     paths are left to that machine's default home (~/.hermitcrab)."""
-    return {"command": "uvx", "args": ["--from", f"hermitcrab[{name}]", f"hermitcrab-{name}", *FACTS[name].switches]}
+    return {"command": "uvx", "args": ["--from", f"hermitcrab[{name}]", f"hermitcrab-{name}", *SERVERS[name].switches]}

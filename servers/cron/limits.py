@@ -13,13 +13,14 @@ from datetime import datetime, timedelta
 from mcp.server.mcpserver.exceptions import ToolError
 
 from hermitcrab.servers._common.arguments import quote
+from hermitcrab.util.server_options import CRON
 
 from .engine import next_after
 from .jobs import CronSchedule, EverySchedule, Schedule
 from .schedule import zone
 
-DEFAULT_MIN_INTERVAL_S = 300.0
-DEFAULT_MAX_JOBS = 20
+DEFAULT_MIN_INTERVAL_S: float = CRON.option("min_interval_s").default
+DEFAULT_MAX_JOBS: int = CRON.option("max_jobs").default
 CRON_RUNS_CHECKED = 100  # enough to see a close pair that comes once a day (23:59 then 00:00)
 
 

@@ -17,6 +17,7 @@ from hermitcrab.servers._common.notifier import Notifier
 from hermitcrab.servers._common.origin import Caller, Origin, caller
 from hermitcrab.servers._common.server import GuardedServer
 from hermitcrab.util.outbound import Outbound, OutboundRefused
+from hermitcrab.util.server_options import CRON
 
 from . import webhook
 from .engine import Engine, Tick, next_run
@@ -26,7 +27,7 @@ from .limits import DEFAULT_MAX_JOBS, DEFAULT_MIN_INTERVAL_S, Limits
 from .runs import RunLog
 from .store import State, Store
 
-DEFAULT_GRACE_S = 12 * 3600
+DEFAULT_GRACE_S: float = CRON.option("grace_s").default
 ALLOW_HINT = "start hermitcrab-cron with --allow-outbound HOST:PORT (the host: [outbound] allow in config.toml)"
 INSTRUCTIONS = (
     "Scheduled jobs: reminders, daily summaries, periodic checks. A job fires on its schedule (once `at` a time, "

@@ -9,16 +9,17 @@ import sys
 import time
 from contextlib import suppress
 from dataclasses import replace
-from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from threadpoolctl import threadpool_limits
 
+from hermitcrab.servers._common.cli import build_parser
 from hermitcrab.servers._common.paths import default_paths
-from hermitcrab.servers._common.serve import add_serve_flags, serve
+from hermitcrab.servers._common.serve import serve
+from hermitcrab.util.server_options import MEMORY
 
-from .embed import DEFAULT_EMBEDDER, DEFAULT_IDLE_S, EMBEDDER_HELP, make_embedder
+from .embed import DEFAULT_IDLE_S, EMBEDDER_HELP, make_embedder
 from .index import MemoryIndex, ProgressFactory
 from .ranking import RankSettings
 from .server import build_server, memory_roots
@@ -28,46 +29,7 @@ PROGRESS_AFTER_S = 1.0
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="hermitcrab-memory",
-        description="Markdown long-term memory with hybrid (BM25 + vector) search, as an MCP server.",
-    )
-    parser.add_argument(
-        "command",
-        nargs="?",
-        choices=["serve", "index"],
-        default="serve",
-        help="serve (default) the MCP server; or index the memory files now and exit",
-    )
-    parser.add_argument(
-        "--workspace", type=Path, help="folder holding MEMORY.md and memory/ (default: $HERMITCRAB_HOME/workspace)"
-    )
-    parser.add_argument(
-        "--state", type=Path, help="where the rebuildable index lives (default: $HERMITCRAB_HOME/state/memory)"
-    )
-    parser.add_argument("--embedder", default=DEFAULT_EMBEDDER, help=EMBEDDER_HELP)
-    parser.add_argument(
-        "--embedder-idle-s",
-        type=float,
-        default=DEFAULT_IDLE_S,
-        help=f"drop a local embedding model after this many seconds unused (default {DEFAULT_IDLE_S:g}; "
-        "it loads again in under a second)",
-    )
-    parser.add_argument(
-        "--extra-path",
-        type=Path,
-        action="append",
-        default=[],
-        help="another Markdown file or folder to index (repeatable)",
-    )
-    parser.add_argument(
-        "--search",
-        choices=["hybrid", "text", "vector"],
-        default="hybrid",
-        help="which legs to rank with (text-only and vector-only are for comparison)",
-    )
-    add_serve_flags(parser)
-    return parser
+    return build_parser(MEMORY, {"embedder_idle_s": DEFAULT_IDLE_S}, embedder_help=EMBEDDER_HELP)
 
 
 def _progress_bar(after_s: float = PROGRESS_AFTER_S) -> ProgressFactory | None:

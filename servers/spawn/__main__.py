@@ -6,12 +6,13 @@ import argparse
 import os
 import shutil
 import sys
-from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
+from hermitcrab.servers._common.cli import build_parser
 from hermitcrab.servers._common.paths import default_paths
-from hermitcrab.servers._common.serve import add_serve_flags, serve
+from hermitcrab.servers._common.serve import serve
+from hermitcrab.util.server_options import SPAWN
 
 from .launcher import parse_template
 from .manager import Commands, Limits
@@ -19,69 +20,14 @@ from .server import build_server
 
 
 def parser() -> argparse.ArgumentParser:
-    _, state = default_paths("spawn", os.environ)
     limits = Limits()
-    p = argparse.ArgumentParser(
-        prog="hermitcrab-spawn",
-        description="MCP server: sub-agents (a hermitcrab agent, or an external agent CLI) that run in the background "
-        "and report back through the spawn://events resource.",
-    )
-    p.add_argument("--state", type=Path, metavar="DIR", help=f"where runs and their results live (default {state})")
-    p.add_argument(
-        "--cli",
-        action="append",
-        default=[],
-        metavar="NAME=TEMPLATE",
-        help="an external agent CLI for runtime 'cli', e.g. 'claude=claude -p {task}'; {task} (appended when absent), "
-        "{model} and {label} each stay inside their one argument; no shell is involved (repeatable)",
-    )
-    p.add_argument(
-        "--agent",
-        metavar="COMMAND",
-        help="the command of runtime 'agent' (default: `hermitcrab subagent` next to this server, else on PATH)",
-    )
-    p.add_argument(
-        "--max-concurrent",
-        type=positive(int),
-        default=limits.max_concurrent,
-        metavar="N",
-        help="runs at once; more wait in a queue (default %(default)s)",
-    )
-    p.add_argument(
-        "--max-children",
-        type=positive(int),
-        default=limits.max_children,
-        metavar="N",
-        help="active runs per session (default %(default)s)",
-    )
-    p.add_argument(
-        "--max-depth",
-        type=positive(int),
-        default=limits.max_depth,
-        metavar="N",
-        help="1: sub-agents cannot spawn their own (default %(default)s)",
-    )
-    p.add_argument(
-        "--timeout-s",
-        type=positive(float),
-        default=limits.timeout_s,
-        metavar="S",
-        help="default per-run timeout (default %(default)s)",
-    )
-    add_serve_flags(p)
-    return p
-
-
-def positive(kind: Callable[[str], float]) -> Callable[[str], float]:
-    """An argparse type: a number of `kind` that is at least 1."""
-
-    def parse(text: str) -> float:
-        value = kind(text)
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-        return value
-
-    return parse
+    owned = {
+        "max_concurrent": limits.max_concurrent,
+        "max_children": limits.max_children,
+        "max_depth": limits.max_depth,
+        "timeout_s": limits.timeout_s,
+    }
+    return build_parser(SPAWN, owned)
 
 
 def commands(agent: str | None, clis: list[str]) -> Commands:
