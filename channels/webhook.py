@@ -22,7 +22,6 @@ from contextlib import contextmanager
 from typing import Literal, TypeVar
 
 import anyio
-import httpx
 import uvicorn
 from anyio.abc import TaskStatus
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -32,6 +31,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from hermitcrab.host.events import NOWHERE, Event, Principal, Target, system
+from hermitcrab.util.outbound import Outbound, OutboundRefused, guarded_client
 
 logger = logging.getLogger(__name__)
 
@@ -85,9 +85,17 @@ class WebhookChannel:
     display = "nothing to a person: the reply is POSTed as JSON text to a program; plain text, no chat chatter"
 
     def __init__(
-        self, token: str, submit: Submit, fallback: Fallback, *, owner: bool = False, check: Check | None = None
+        self,
+        token: str,
+        submit: Submit,
+        fallback: Fallback,
+        *,
+        owner: bool = False,
+        check: Check | None = None,
+        outbound: Outbound | None = None,
     ) -> None:
         self._token = token
+        self._outbound = outbound or Outbound()
         self._check = check
         self._submit = submit
         self._fallback = fallback
@@ -99,7 +107,7 @@ class WebhookChannel:
         url = target.conversation
         if not url.startswith(("http://", "https://")):
             raise LookupError(f"webhook conversations are http(s) callback URLs, not {url[:80]!r}")
-        async with httpx.AsyncClient(timeout=30) as client:
+        async with guarded_client(self._outbound, timeout=30) as client:
             response = await client.post(url, json={"text": text})
             response.raise_for_status()
 
@@ -109,9 +117,13 @@ class WebhookChannel:
     def check_conversation(self, to: str) -> str | None:
         """Why `to` cannot be a conversation of this channel, None when it can: the host checks delivery targets
         where they are written (a cron job, a webhook call), not only when a delivery to them fails."""
-        if to.startswith(("http://", "https://")):
-            return None
-        return f"delivery.to: a webhook conversation is an http(s) URL, not {to[:80]!r}"
+        if not to.startswith(("http://", "https://")):
+            return f"delivery.to: a webhook conversation is an http(s) URL, not {to[:80]!r}"
+        try:
+            self._outbound.precheck(to)
+        except OutboundRefused as exc:
+            return f"delivery.to: {exc}"
+        return None
 
     def app(self) -> Starlette:
         return Starlette(

@@ -31,10 +31,13 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic.dataclasses import dataclass, is_pydantic_dataclass
 from pydantic.fields import FieldInfo
+
+from hermitcrab.util.outbound import OUTBOUND_VARIABLE, Outbound
 
 from .errors import ConfigError
 from .events import Rights
@@ -66,6 +69,7 @@ ENVIRONMENT: Mapping[str, tuple[str, str]] = {
     "DISCORD_TOKEN": ("discord", "token"),
     "HERMITCRAB_DISCORD_API_BASE": ("discord", "api_base"),
     "HERMITCRAB_DISCORD_GATEWAY_URL": ("discord", "gateway_url"),
+    OUTBOUND_VARIABLE: ("outbound", "allow"),
 }
 """Variables that replace one key of `config.toml` (`(table, key)`) when set and not blank."""
 
@@ -276,6 +280,29 @@ class SkillSettings:
     environ: Mapping[str, str] = Field(default_factory=dict[str, str], repr=False)
 
 
+@dataclass(frozen=True, config=_TABLE)
+class OutboundSettings:
+    """`[outbound]`: what on this machine or its network requests made for the model may reach (all public addresses
+    may), e.g. `allow = ["127.0.0.1:3000", "*.internal.example"]` (`hermitcrab.util.outbound`).
+
+    The webhook channel's callbacks use it, and every server started over stdio gets it as
+    `HERMITCRAB_OUTBOUND_ALLOW` (cron's webhooks, the browser), unless its entry sets that variable itself."""
+
+    allow: tuple[str, ...] = ()
+
+    @field_validator("allow", mode="before")
+    @classmethod
+    def _split(cls, allow: object) -> object:
+        """`HERMITCRAB_OUTBOUND_ALLOW` gives the entries `;`-separated, as servers read it."""
+        return [entry.strip() for entry in allow.split(";") if entry.strip()] if isinstance(allow, str) else allow
+
+    @field_validator("allow")
+    @classmethod
+    def _entries(cls, allow: tuple[str, ...]) -> tuple[str, ...]:
+        Outbound(allow)  # a bad entry raises ValueError saying which and why
+        return allow
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the host needs, resolved once at start-up."""
@@ -289,6 +316,7 @@ class Settings:
     discord: DiscordSettings = DiscordSettings()
     dm_scope: DmScope = "main"
     skills: SkillSettings = SkillSettings()
+    outbound: OutboundSettings = OutboundSettings()
     policies: Mapping[Rights, ToolPolicy] = Field(default_factory=lambda: dict(DEFAULT_POLICIES))
     budget: Mapping[str, Limit] = Field(default_factory=lambda: dict(DEFAULT_LIMITS))
 
@@ -384,6 +412,7 @@ class _ConfigFile:
     discord: DiscordSettings = DiscordSettings()
     routing: _Routing = _Routing()
     skills: SkillSettings = SkillSettings()
+    outbound: OutboundSettings = OutboundSettings()
     policy: _Policies = _Policies()
     budget: _Budget = _Budget()
     providers: tuple[ProviderProfile, ...] = ()
@@ -413,13 +442,16 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
     return Settings(
         home=home,
         providers=providers,
-        servers=tuple(_server(name, entry, env) for name, entry in entries.items() if not entry.disabled),
+        servers=tuple(
+            _server(name, entry, env, config.outbound) for name, entry in entries.items() if not entry.disabled
+        ),
         agent=agent,
         heartbeat=config.heartbeat,
         webhook=config.webhook,
         discord=config.discord,
         dm_scope=config.routing.dm_scope,
         skills=_skills(config.skills, home, env),
+        outbound=config.outbound,
         policies=_policies(config.policy),
         budget=_budget(config.budget),
     )
@@ -472,16 +504,18 @@ def _skills(entry: SkillSettings, home: Path, env: Mapping[str, str]) -> SkillSe
     return replace(entry, user_dir=user_home / ".agents" / "skills", extra_dirs=extra, environ=dict(env))
 
 
-def _server(name: str, entry: ServerConfig, env: Mapping[str, str]) -> ServerConfig:
+def _server(name: str, entry: ServerConfig, env: Mapping[str, str], outbound: OutboundSettings) -> ServerConfig:
     def expand(value: str, key: str) -> str:
         return _expand_variables(value, env, f"mcpServers.{name}.{key}")
+
+    passed = {OUTBOUND_VARIABLE: ";".join(outbound.allow)} if outbound.allow and entry.command else {}
 
     return replace(
         entry,
         name=name,
         command=expand(entry.command, "command") if entry.command else None,
         args=tuple(expand(arg, "args") for arg in entry.args),
-        env={key: expand(value, f"env.{key}") for key, value in entry.env.items()},
+        env=passed | {key: expand(value, f"env.{key}") for key, value in entry.env.items()},
         url=expand(entry.url, "url") if entry.url else None,
         headers={key: expand(value, f"headers.{key}") for key, value in entry.headers.items()},
     )

@@ -25,6 +25,8 @@ import httpx
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
+OUTBOUND_VARIABLE = "HERMITCRAB_OUTBOUND_ALLOW"
+"""Allow entries, `;`-separated, for a server started by a host (`[outbound] allow`) or by hand."""
 SCHEMES = frozenset({"http", "https"})
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")

@@ -13,6 +13,7 @@ import anyio
 import typer
 
 from hermitcrab.channels.webhook import WebhookChannel
+from hermitcrab.util.outbound import Outbound
 
 from ..config import Settings, load_settings
 from ..errors import ConfigError
@@ -75,7 +76,14 @@ async def serve(settings: Settings) -> None:
         )
         hooks = settings.webhook
         webhook = (
-            WebhookChannel(hooks.token, gateway.submit, fallback, owner=hooks.owner, check=gateway.target_problem)
+            WebhookChannel(
+                hooks.token,
+                gateway.submit,
+                fallback,
+                owner=hooks.owner,
+                check=gateway.target_problem,
+                outbound=Outbound(settings.outbound.allow, how_to_allow="add it to [outbound] allow in config.toml"),
+            )
             if hooks.token
             else None
         )

@@ -11,6 +11,7 @@ from hermitcrab.channels.discord.delivery import NotAChannel
 from hermitcrab.channels.pairing import PairingStore
 from hermitcrab.channels.webhook import WebhookChannel
 from hermitcrab.host.events import Event, Target
+from hermitcrab.util.outbound import Outbound, OutboundRefused
 
 
 async def _ignore(event: Event) -> None:
@@ -35,10 +36,24 @@ def test_a_webhook_conversation_is_an_http_url():
     channel = WebhookChannel("token", _ignore, lambda: None)
 
     assert channel.check_conversation("https://example.com/hook") is None
-    assert channel.check_conversation("http://127.0.0.1:9000/sink") is None
     assert channel.check_conversation("general") == (
         "delivery.to: a webhook conversation is an http(s) URL, not 'general'"
     )
+
+
+def test_a_webhook_callback_to_this_machine_or_its_network_is_refused_unless_allowed():
+    channel = WebhookChannel("token", _ignore, lambda: None)
+    allowing = WebhookChannel("token", _ignore, lambda: None, outbound=Outbound(["127.0.0.1:9000"]))
+
+    for url in ("http://127.0.0.1:9000/sink", "http://169.254.169.254/latest/", "http://localhost:9000/"):
+        assert "refused" in (channel.check_conversation(url) or ""), url
+    assert allowing.check_conversation("http://127.0.0.1:9000/sink") is None
+    assert allowing.check_conversation("http://127.0.0.1:9001/sink") is not None
+
+
+async def test_a_reply_is_not_posted_to_a_refused_callback_even_when_the_check_was_skipped():
+    with pytest.raises(OutboundRefused, match="loopback"):
+        await WebhookChannel("token", _ignore, lambda: None).send(Target("webhook", "http://127.0.0.1:9/cb"), "hi")
 
 
 async def test_a_delivery_to_a_discord_conversation_that_is_no_channel_id_fails_that_delivery_alone(

@@ -61,9 +61,8 @@ class Host:
     def __init__(self, home: Path, llm: FakeLLM, desktop: Path, log: Path) -> None:
         self.port = free_port()
         self.log = log
-        env = cli_env(
-            home, llm, {"HERMITCRAB_WEBHOOK_LISTEN": f"127.0.0.1:{self.port}", "HERMITCRAB_WEBHOOK_TOKEN": TOKEN}
-        )
+        hook = {"HERMITCRAB_WEBHOOK_LISTEN": f"127.0.0.1:{self.port}", "HERMITCRAB_WEBHOOK_TOKEN": TOKEN}
+        env = cli_env(home, llm, {**hook, "HERMITCRAB_OUTBOUND_ALLOW": "127.0.0.1"})  # callbacks go to the fake's sink
         with log.open("w") as stderr:
             self.process = subprocess.Popen([*CLI, "run", "--mcp-config", str(desktop)], stderr=stderr, env=env)
         wait_for(lambda: "hermitcrab is running" in log.read_text(), f"the host did not start: {self.stderr}")

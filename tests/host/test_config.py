@@ -134,3 +134,26 @@ def test_server_entries_take_variables_from_the_environment_as_claude_code_does(
     assert (remote.url, dict(remote.headers)) == ("http://127.0.0.1:8000/mcp", {"Authorization": "Bearer t-2"})
     with pytest.raises(ConfigError, match=r"mcpServers.remote.headers.Authorization: \$\{TOKEN\} is not set"):
         load_settings(env)
+
+
+def test_outbound_allow_reaches_every_server_started_over_stdio_unless_its_entry_says_otherwise(tmp_path: Path):
+    (tmp_path / "config.toml").write_text(
+        '[outbound]\nallow = ["127.0.0.1:3000", "*.lan"]\n\n'
+        '[mcpServers.cron]\ncommand = "hermitcrab-cron"\n\n'
+        '[mcpServers.own]\ncommand = "other"\nenv = { HERMITCRAB_OUTBOUND_ALLOW = "" }\n\n'
+        '[mcpServers.remote]\nurl = "https://mcp.example.com/mcp"\n'
+    )
+
+    settings = load_settings({"HERMITCRAB_HOME": str(tmp_path)})
+
+    assert settings.outbound.allow == ("127.0.0.1:3000", "*.lan")
+    cron, own, remote = settings.servers
+    assert cron.env == {"HERMITCRAB_OUTBOUND_ALLOW": "127.0.0.1:3000;*.lan"}
+    assert own.env == {"HERMITCRAB_OUTBOUND_ALLOW": ""} and remote.env == {}
+
+
+def test_a_bad_outbound_entry_is_named_with_what_is_wrong(tmp_path: Path):
+    (tmp_path / "config.toml").write_text('[outbound]\nallow = ["10.0.0.0/8:80/x"]\n')
+
+    with pytest.raises(ConfigError, match=r"outbound.*10\.0\.0\.0/8:80/x.*expected host, host:port"):
+        load_settings({"HERMITCRAB_HOME": str(tmp_path)})
