@@ -37,7 +37,7 @@ from pydantic import (
 from pydantic.dataclasses import dataclass, is_pydantic_dataclass
 from pydantic.fields import FieldInfo
 
-from hermitcrab.util.outbound import OUTBOUND_VARIABLE, Outbound
+from hermitcrab.util.outbound import OUTBOUND_VARIABLE, Outbound, allow_entries
 
 from .errors import ConfigError
 from .events import Rights
@@ -294,7 +294,7 @@ class OutboundSettings:
     @classmethod
     def _split(cls, allow: object) -> object:
         """`HERMITCRAB_OUTBOUND_ALLOW` gives the entries `;`-separated, as servers read it."""
-        return [entry.strip() for entry in allow.split(";") if entry.strip()] if isinstance(allow, str) else allow
+        return allow_entries(allow) if isinstance(allow, str) else allow
 
     @field_validator("allow")
     @classmethod

@@ -33,6 +33,11 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 
 
+def allow_entries(text: str | None) -> tuple[str, ...]:
+    """Allow entries written on one line (a flag, `$HERMITCRAB_OUTBOUND_ALLOW`), `;`- or `,`-separated."""
+    return tuple(entry.strip() for entry in (text or "").replace(",", ";").split(";") if entry.strip())
+
+
 class OutboundRefused(httpx.TransportError):
     """A request to a scheme or address the guard does not let through; the message says how to allow it."""
 

@@ -369,6 +369,12 @@ CRON = ServerOptions(
             metavar="N",
             install=Ask("Most jobs", "Adding a job is refused once there are this many."),
         ),
+        Option(
+            ("--allow-outbound",),
+            "webhooks may also go to these destinations on this machine or its network, ';'-separated (host, "
+            "host:port, *.domain, 10.0.0.0/8; default $HERMITCRAB_OUTBOUND_ALLOW); public addresses always may",
+            metavar="LIST",
+        ),
     ),
     "hermitcrab cron",
     "Scheduled jobs (at, every, cron with time zones) whose firings wait until acknowledged.",

@@ -11,6 +11,7 @@ from contextlib import suppress
 from hermitcrab.servers._common.cli import build_parser
 from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import serve
+from hermitcrab.util.outbound import OUTBOUND_VARIABLE, Outbound, allow_entries
 from hermitcrab.util.server_options import CRON
 
 from .server import build_server
@@ -30,10 +31,19 @@ def main(argv: list[str] | None = None) -> None:
         flags.error("--min-interval-s must be 0 or more seconds")
     if args.max_jobs < 1:
         flags.error("--max-jobs must be 1 or more")
+    allow = allow_entries(args.allow_outbound or os.environ.get(OUTBOUND_VARIABLE))
+    try:
+        Outbound(allow)
+    except ValueError as exc:
+        flags.error(str(exc))
     _, state = default_paths("cron", os.environ)
     try:
         server = build_server(
-            args.state or state, grace_s=args.grace_s, min_interval_s=args.min_interval_s, max_jobs=args.max_jobs
+            args.state or state,
+            grace_s=args.grace_s,
+            min_interval_s=args.min_interval_s,
+            max_jobs=args.max_jobs,
+            outbound_allow=allow,
         )
     except StoreUnreadable as exc:
         sys.exit(f"hermitcrab-cron: {exc}")
