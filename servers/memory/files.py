@@ -9,20 +9,21 @@ import os
 import re
 import time
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from stat import S_ISDIR, S_ISREG
+from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import Any, NamedTuple, cast
 
 from filelock import FileLock
 
 from hermitcrab.servers._common.files import NotRegularFile, open_regular
-from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
+from hermitcrab.servers._common.paths import PathOutsideRoots, PathUnresolvable, resolve_inside
 from hermitcrab.util.files import atomic_write_json, fsync_dir
 
 EVERGREEN = ("MEMORY.md", "USER.md")
 MEMORY_DIR = "memory"
-LINKED = "it has other hard links, so it may be another file under this name"
+LINKED = "it has other hard links, so it may be a file outside memory under another name"
 REPEAT_WINDOW_S = 600  # an identical append within this long is taken as a retry, not a new note
 _DATED = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _MAX_BYTES = 2_000_000
@@ -37,8 +38,9 @@ class UnreadableFile(ValueError):
     """The file is not a regular file, binary, too large or vanished while being read."""
 
 
-class HardLinked(ValueError):
-    """The file has other names (hard links), so it may be a private file reached through a shared path."""
+class HardLinked(UnreadableFile):
+    """The file has other names (hard links), so it may be a file outside the roots, or a private one, reached
+    through a path inside them: no path check can tell, so such a file is neither read nor written."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class FileStat(NamedTuple):
     mtime_ns: int
     size: int
     inode: int
+    links: int = 1  # a new hard link changes no other field, and makes the file unreadable
 
 
 @dataclass(frozen=True)
@@ -88,9 +91,20 @@ class MemoryRoots:
             candidate = self.workspace / candidate
         return resolve_inside(str(candidate), self.roots())
 
+    def escape(self, path: Path) -> str | None:
+        """Why `path` may not be used when its real path (symlinks followed) lies outside the roots; else None."""
+        try:
+            resolve_inside(str(path), self.roots())
+        except PathUnresolvable:
+            return None  # not followed at all: reading it fails on its own, with its own reason
+        except PathOutsideRoots:
+            return f"its real path {path.resolve()} is outside the memory roots"
+        return None
+
 
 def discover(roots: MemoryRoots) -> dict[str, FileStat]:
-    """Every memory Markdown file with its stat; symlinks are skipped, as are hidden files and folders.
+    """Every memory Markdown file with its stat; hidden files and folders are skipped, and so are symlinks, except
+    those that lead out of the roots: they are found, so that indexing lists them as skipped, with the reason.
 
     Every search runs this, so it costs one `lstat` a file and no `Path` objects: years of daily logs must not
     slow a search down (1,000 files took 15 ms with pathlib's walk, 4-5 ms this way, ~2 of them the lstats)."""
@@ -102,8 +116,8 @@ def discover(roots: MemoryRoots) -> dict[str, FileStat]:
             continue
         if S_ISDIR(stat.st_mode):
             _scan(root, roots, found)
-        elif S_ISREG(stat.st_mode) and root.suffix == ".md":
-            found[roots.relative(root)] = FileStat(stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        elif root.suffix == ".md" and (S_ISREG(stat.st_mode) or (S_ISLNK(stat.st_mode) and roots.escape(root))):
+            found[roots.relative(root)] = FileStat(stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_nlink)
     return found
 
 
@@ -118,7 +132,13 @@ def _scan(folder: Path, roots: MemoryRoots, found: dict[str, FileStat]) -> None:
         return
     folders: list[Path] = []
     for entry in entries:
-        if entry.name.startswith(".") or entry.is_symlink():
+        if entry.name.startswith("."):
+            continue
+        if entry.is_symlink():
+            if entry.name.endswith(".md") and roots.escape(folder / entry.name):
+                with suppress(OSError):
+                    stat = entry.stat(follow_symlinks=False)
+                    found[prefix + entry.name] = FileStat(stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_nlink)
             continue
         if entry.is_dir(follow_symlinks=False):
             folders.append(folder / entry.name)
@@ -127,22 +147,22 @@ def _scan(folder: Path, roots: MemoryRoots, found: dict[str, FileStat]) -> None:
                 stat = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            found[prefix + entry.name] = FileStat(stat.st_mtime_ns, stat.st_size, stat.st_ino)
+            found[prefix + entry.name] = FileStat(stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_nlink)
     for subfolder in folders:
         _scan(subfolder, roots, found)
 
 
-def read_text(path: Path, single_link: bool = False) -> str:
+def read_text(path: Path) -> str:
     """The file's text with bytes that are not text (NUL, invalid UTF-8) shown as U+FFFD; UnreadableFile for
     anything but a regular file, a binary file or one over 2 MB. Never blocks (a FIFO is refused, not opened
-    for reading). `single_link` raises HardLinked for a file with other hard links, checked on the open file."""
+    for reading). A file with other hard links raises HardLinked, checked on the open file."""
     try:
         fd = open_regular(path, os.O_RDONLY)
     except NotRegularFile as exc:
         raise UnreadableFile(str(exc)) from exc
     except OSError as exc:
         raise UnreadableFile(f"cannot read: {exc.strerror or exc}") from exc
-    if single_link and _linked(fd):
+    if _linked(fd):
         os.close(fd)
         raise HardLinked(LINKED)
     with os.fdopen(fd, "rb") as handle:
@@ -177,14 +197,14 @@ def file_date(rel: str) -> dt.date | None:
         return None
 
 
-def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path, single_link: bool = False) -> Written:
+def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path) -> Written:
     """Append `text` (under `heading`, if given) to the regular file `path`, durably (fsync) before returning.
 
     A lock file serialises writers across processes, and the file is only ever appended to in one write,
     so two clients appending at once both land and nothing is truncated. The same text appended to the same
     file again within REPEAT_WINDOW_S, while still there, is a retry: nothing is written and `repeated` is set.
-    Raises NotRegularFile for a FIFO, device or other special file, HardLinked (with `single_link`) for a file
-    with other hard links, and OSError when the write fails.
+    Raises NotRegularFile for a FIFO, device or other special file, HardLinked for a file with other hard links,
+    and OSError when the write fails.
     """
     body = text.strip("\n")
     lock_dir.mkdir(parents=True, exist_ok=True)
@@ -194,7 +214,7 @@ def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path, sin
         created = not path.exists()
         fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
-            if single_link and _linked(fd):
+            if _linked(fd):
                 raise HardLinked(LINKED)
             existing = _read_all(fd)
             now = time.time()

@@ -153,8 +153,12 @@ class MemoryIndex:
         self.last_sync_phases = clock.laps
 
     def _load(self, rel: str, stat: memfiles.FileStat) -> FileRecord | None:
+        path = self.roots.absolute(rel)
+        if escaped := self.roots.escape(path):
+            self.skipped[rel] = (stat, escaped)
+            return None
         try:
-            text = memfiles.read_text(self.roots.absolute(rel))
+            text = memfiles.read_text(path)
         except memfiles.UnreadableFile as exc:
             self.skipped[rel] = (stat, str(exc))
             return None

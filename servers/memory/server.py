@@ -215,9 +215,9 @@ def build_server(
         if not target.exists():
             raise ToolError(f"{quote(path)} does not exist; memory_search lists the memory files that do.")
         try:
-            all_lines = memfiles.read_text(target, single_link=not who.is_owner).splitlines()
+            all_lines = memfiles.read_text(target).splitlines()
         except memfiles.HardLinked as exc:
-            raise ToolError(f"{quote(path)} cannot be read from a {who.principal} session: {exc}.") from exc
+            raise ToolError(f"{quote(path)} is not read: {exc}; memory_status lists such files.") from exc
         except memfiles.UnreadableFile as exc:
             raise ToolError(f"{quote(path)} cannot be read as text ({exc}); memory_status lists such files.") from exc
         chosen = all_lines[start_line - 1 : start_line - 1 + lines if lines else None]
@@ -272,12 +272,10 @@ def build_server(
             raise ToolError(access.write_refusal(quote(rel), who))
         heading = f"{now:%H:%M}" if memfiles.file_date(roots.relative(target)) else None
         try:
-            written = memfiles.append_entry(target, text, heading, state, single_link=not who.is_owner)
+            written = memfiles.append_entry(target, text, heading, state)
         except memfiles.HardLinked as exc:
-            raise ToolError(
-                f"{quote(rel)} cannot be written from a {who.principal} session: {exc}. Write to another file "
-                f"under {access.OTHERS_DIR}/."
-            ) from exc
+            elsewhere = "another .md file" if who.is_owner else f"another file under {access.OTHERS_DIR}/"
+            raise ToolError(f"{quote(rel)} is not written: {exc}. Nothing was written; append to {elsewhere}.") from exc
         except NotRegularFile as exc:
             raise ToolError(
                 f"{quote(rel)} is {describe_kind(target) or 'not a regular file'}; memory writes only "

@@ -77,6 +77,39 @@ async def test_huge_arguments_are_refused_at_once_without_echoing_them(memory_se
     assert elapsed < 5
 
 
+@pytest.mark.skipif(not hasattr(os, "link"), reason="hard links")
+async def test_a_hard_link_to_a_file_outside_the_workspace_is_neither_read_written_nor_indexed(
+    memory_server: MemoryServer, workspace: Path
+):
+    outside = workspace.parent / "diary.md"
+    outside.write_text("- The vault password is swordfish.\n", encoding="utf-8")
+    os.link(outside, workspace / "memory" / "diary.md")
+    async with Client(memory_server(watch=False)) as client:
+        found = await search(client, "vault password swordfish")
+        read = await error_of(client, "memory_get", path="memory/diary.md")
+        written = await error_of(client, "memory_append", text="- appended through the link", path="memory/diary.md")
+        status = await call(client, "memory_status")
+    assert found == []
+    assert "is not read: it has other hard links" in read and "swordfish" not in read
+    assert "is not written: it has other hard links" in written
+    assert outside.read_text(encoding="utf-8") == "- The vault password is swordfish.\n"
+    assert "hard links" in status["skipped"]["memory/diary.md"]
+
+
+async def test_a_symlink_leading_out_of_the_roots_is_listed_as_skipped(memory_server: MemoryServer, workspace: Path):
+    outside = workspace.parent / "elsewhere.md"
+    outside.write_text("- The vault password is swordfish.\n", encoding="utf-8")
+    (workspace / "memory" / "elsewhere.md").symlink_to(outside)
+    (workspace / "memory" / "inside.md").symlink_to(workspace / "MEMORY.md")
+    async with Client(memory_server(watch=False)) as client:
+        found = await search(client, "vault password swordfish")
+        status = await call(client, "memory_status")
+    assert found == []
+    assert status["skipped"] == {
+        "memory/elsewhere.md": f"its real path {outside.resolve()} is outside the memory roots"
+    }
+
+
 async def test_unusable_paths_are_refused_in_words(memory_server: MemoryServer, workspace: Path):
     (workspace / "memory" / "loop.md").symlink_to("loop.md")
     async with Client(memory_server(watch=False)) as client:
