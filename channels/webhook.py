@@ -4,16 +4,15 @@ Inbound (served by `hermitcrab run`, 127.0.0.1 by default, only when a token is 
   POST /hooks/agent {message, session?, delivery?: {mode?, channel?, to?}}  runs a turn, answers 202 at once
   POST /hooks/wake  {text}                                               queues a system event for the main session
   GET  /healthz                                                          200 while serving
-Every POST needs `Authorization: Bearer <token>`; a wrong or missing token is 401, malformed JSON or an unknown
-field 400, a body over 64 KB 413, and nothing runs. A hook acts with no owner rights (its text is data, its turn gets
-`[policy.system]`, and the main session is not its to use: a wake runs in the `webhook` session) unless the owner
-configured `[webhook] owner = true`. Outbound, a conversation of this channel is an http(s) URL:
-a reply is POSTed there as `{"text": ...}`.
+Every POST needs `Authorization: Bearer <token>`; a wrong or missing token (or the token without `Bearer `) is 401,
+malformed JSON, JSON nested over 200 levels deep or an unknown field 400, a body over 64 KB 413, and nothing runs. A
+hook acts with no owner rights (its text is data, its turn gets `[policy.system]`, and the main session is not its to
+use: a wake runs in the `webhook` session) unless the owner configured `[webhook] owner = true`. Outbound, a
+conversation of this channel is an http(s) URL: a reply is POSTed there as `{"text": ...}`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import uuid
@@ -208,24 +207,28 @@ class WebhookChannel:
         return self._fallback()
 
     async def _read(self, request: Request, model: type[_Hook]) -> _Hook:
-        """The validated body; checks, in order: shutting down, token, size, shape."""
+        """The validated body; checks, in order: shutting down, token, size, shape.
+
+        The body is parsed by pydantic's JSON parser, which gives up past 200 levels of nesting with an error we
+        answer as 400; `json.loads` recurses once a level, and 64 KB of `[` would exhaust the stack (a 500)."""
         if self._closing:
             raise _Refused(503, "hermitcrab is shutting down")
-        given = request.headers.get("authorization", "").removeprefix("Bearer ").encode()
-        if not secrets.compare_digest(given, self._token.encode()):
-            raise _Refused(401, "missing or wrong bearer token")
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not secrets.compare_digest(given.encode(), self._token.encode()):
+            raise _Refused(401, "missing or wrong bearer token: send Authorization: Bearer <token>")
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
             if len(body) > MAX_BODY_BYTES:
                 raise _Refused(413, f"the body is over {MAX_BODY_BYTES // 1024} KB")
         try:
-            return model.model_validate(json.loads(body))
+            return model.model_validate_json(body)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())
+            errors = exc.errors()
+            if errors[0]["type"] == "json_invalid":
+                raise _Refused(400, f"the body is not JSON: {errors[0]['msg'].removeprefix('Invalid JSON: ')}") from exc
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in errors)
             raise _Refused(400, problems) from exc
-        except ValueError as exc:
-            raise _Refused(400, f"the body is not JSON: {exc}") from exc
 
 
 class _Refused(Exception):

@@ -108,7 +108,11 @@ async def test_hooks_configured_as_the_owner_wake_the_main_session_with_owner_ri
     [
         ({}, b'{"message": "hi"}', 401, "bearer token"),
         ({"Authorization": "Bearer wrong"}, b'{"message": "hi"}', 401, "bearer token"),
+        ({"Authorization": TOKEN}, b'{"message": "hi"}', 401, "Bearer <token>"),
+        ({"Authorization": f"Basic {TOKEN}"}, b'{"message": "hi"}', 401, "bearer token"),
         (AUTH, b"{not json", 400, "not JSON"),
+        (AUTH, b"[" * 60_000, 400, "recursion limit exceeded"),
+        (AUTH, b'{"message": "hi", "delivery": ' + b"[" * 300 + b"]" * 300 + b"}", 400, "recursion limit exceeded"),
         (AUTH, b'{"message": "hi", "sesion": "x"}', 400, "sesion: Extra inputs are not permitted"),
         (AUTH, b'{"message": ""}', 400, "message"),
         (AUTH, b'{"message": "' + b"x" * MAX_BODY_BYTES + b'"}', 413, "64 KB"),
