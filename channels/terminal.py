@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from hermitcrab.host.events import Target
+from hermitcrab.util.text import escape_controls
 
 TERMINAL = Target(channel="terminal", conversation="console", user="you")
 
@@ -29,7 +30,9 @@ class TerminalChannel:
         self.console = console or Console()
 
     async def send(self, target: Target, text: str) -> None:
-        self.console.print(Markdown(hard_breaks(text)))
+        """Render `text` as Markdown, its control characters escaped: a reply or a question (an approval naming a
+        command) must not move the cursor, clear the screen or restyle what is printed around it."""
+        self.console.print(Markdown(hard_breaks(escape_controls(text))))
 
     async def typing(self, target: Target) -> None:
         self.console.print("[dim]…thinking[/dim]")

@@ -10,6 +10,8 @@ from typing import Any, Protocol
 from mcp import types
 from mcp.client.context import ClientRequestContext
 
+from hermitcrab.util.text import escape_controls
+
 from .call_clock import waiting_on_user
 
 YES = frozenset({"yes", "y", "true"})
@@ -25,7 +27,9 @@ current_asker: contextvars.ContextVar[Asker | None] = contextvars.ContextVar("cu
 
 
 def quoted(server: str, message: str) -> str:
-    """The server's text fenced as a code block, so it cannot pose as the host's own words or formatting."""
+    """The server's text fenced as a code block, so it cannot pose as the host's own words or formatting, with its
+    control characters escaped, so it cannot redraw the screen it is shown on (`escape_controls`)."""
+    message = escape_controls(message)
     longest = max((len(run) for run in re.findall(r"`+", message)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"The {server} server asks:\n{fence}\n{message}\n{fence}"
@@ -69,7 +73,7 @@ class ElicitationHandler:
             field: dict[str, Any] = dict(schema)
             boolean = field.get("type") == "boolean"
             choices: list[str] | None = ["yes", "no"] if boolean else field.get("enum")
-            label = "" if len(properties) == 1 else f"\n{field.get('title') or key}"
+            label = "" if len(properties) == 1 else f"\n{escape_controls(str(field.get('title') or key))}"
             answer = await asker(quoted(self.server, params.message) + label, choices)
             if answer is None:
                 return types.ElicitResult(action="cancel")
