@@ -4,8 +4,8 @@ waited for, and killed as a whole group (the command and everything it started).
 The task reaches the command on stdin, from `task` in the run's folder (0600), and never through argv unless the
 template asks for it: argv is readable by every local user (`ps`, `/proc/*/cmdline`), a file of ours and a pipe are
 not. A file rather than a pipe we write to, because a command that never reads its stdin would block that write,
-and because `{task_file}` can name the same file to CLIs that take a prompt file. A template that puts `{task}` in argv (a CLI that takes the
-prompt only there) gets it as one argument that can never become an option: see `fill`.
+and because `{task_file}` can name the same file to CLIs that take a prompt file. A template that puts `{task}` in
+argv (a CLI that takes the prompt only there) gets it as one argument that can never become an option: see `fill`.
 """
 
 from __future__ import annotations
