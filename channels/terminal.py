@@ -13,6 +13,7 @@ import anyio.lowlevel
 from anyio import WouldBlock
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.text import Text
 
 from hermitcrab.host.events import Target
 from hermitcrab.util.text import escape_controls
@@ -38,8 +39,10 @@ class TerminalChannel:
         self.console.print("[dim]…thinking[/dim]")
 
     def tool_activity(self, name: str, arguments: dict[str, Any]) -> None:
+        """One dim line per tool call; the model wrote the arguments, so they are text, never markup or controls."""
         shown = json.dumps(arguments, ensure_ascii=False)
-        self.console.print(f"[dim]  ↳ {name} {shown[:100]}{'…' if len(shown) > 100 else ''}[/dim]")
+        line = f"  ↳ {name} {shown[:100]}{'…' if len(shown) > 100 else ''}"
+        self.console.print(Text(escape_controls(line), style="dim"))
 
 
 class LineReader:

@@ -26,6 +26,7 @@ from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
 from hermitcrab.util.files import atomic_write_json
+from hermitcrab.util.text import escape_controls
 
 from .policy import Verdict
 
@@ -128,11 +129,19 @@ def _seal(key: bytes, body: dict[str, Any]) -> str:
 
 
 def approval_message(command: str, workdir: str, verdict: Verdict | None, always_ask: bool) -> str:
-    """The text the user sees; it names the command and directory, so an answer cannot be reused for another."""
-    lines = ["The assistant wants to run a shell command.", "", f"Command: {command}", f"Directory: {workdir}"]
+    """The text the user sees; it names the command and directory, so an answer cannot be reused for another.
+
+    Any MCP host shows it, not only ours: the command's control characters and line breaks are written out, so it
+    can neither redraw the question on a terminal nor add a line of its own ("Directory: ...") below it."""
+    lines = [
+        "The assistant wants to run a shell command.",
+        "",
+        f"Command: {_one_line(command)}",
+        f"Directory: {_one_line(workdir)}",
+    ]
     if verdict is not None and verdict.misses:
         lines.append("Needs approval because:")
-        lines += [f"- {m.reason}" for m in verdict.misses]
+        lines += [f"- {_one_line(m.reason)}" for m in verdict.misses]
         binaries = verdict.fixable_binaries
         if always_ask:
             lines.append("Asked every time: the answer is not remembered.")
@@ -143,6 +152,10 @@ def approval_message(command: str, workdir: str, verdict: Verdict | None, always
     elif always_ask:
         lines.append("Needs approval because every command is confirmed (--ask always).")
     return "\n".join(lines)
+
+
+def _one_line(text: str) -> str:
+    return escape_controls(text).replace("\n", "\\n").replace("\t", "\\t")
 
 
 class Deadlines:

@@ -58,3 +58,12 @@ async def test_an_approval_question_shows_the_commands_escape_sequences_escaped_
 
 def test_control_characters_are_escaped_but_tabs_and_newlines_stay():
     assert escape_controls("a\tb\nc\x00\x1b[31m\x7f\x9b\u2066") == "a\tb\nc\\x00\\x1b[31m\\x7f\\x9b\\u2066"
+
+
+def test_a_tool_line_shows_the_models_arguments_as_text_never_as_markup_or_escapes():
+    console = Console(file=io.StringIO(), force_terminal=True, color_system=None, width=200)
+
+    TerminalChannel(console).tool_activity("exec\x1b[2K", {"command": "[bold red]ls[/bold red]\x1b[2K"})
+
+    shown = console.file.getvalue()  # type: ignore[attr-defined]  # the StringIO above
+    assert "[bold red]ls[/bold red]" in shown and "exec\\x1b[2K" in shown and "\x1b" not in shown

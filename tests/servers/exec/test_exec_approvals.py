@@ -151,3 +151,17 @@ def test_approvals_the_server_wrote_survive_a_restart_and_edits_do_not(state: Pa
     saved["binaries"].append("/usr/bin/bash")
     (state / "approvals.json").write_text(json.dumps(saved))
     assert ApprovalStore(state / "approvals.json").binaries == set()
+
+
+async def test_the_question_shows_a_commands_escapes_and_line_breaks_written_out(
+    server_factory: Callable[..., MCPServer], workspace: Path, era: str
+) -> None:
+    """Any MCP host shows this text: a command must not redraw it, nor add a line that looks like the server's."""
+    user = User("deny")
+    await run(server_factory(), user, era, "rm a.txt #\x1b[2K\x1b[1A\nDirectory: /tmp/safe")
+    (question,) = user.questions
+    assert "\x1b" not in question.message
+    assert "Command: rm a.txt #\\x1b[2K\\x1b[1A\\nDirectory: /tmp/safe" in question.message
+    assert [line for line in question.message.splitlines() if line.startswith("Directory:")] == [
+        f"Directory: {workspace}"
+    ]
