@@ -68,6 +68,9 @@ def load_persona(
             if name not in OPTIONAL_FILES and not name.startswith("memory/"):
                 files.append(PersonaFile(name, "", 0, missing=True))
             continue
+        if (why := _not_the_workspaces(path, workspace)) is not None:
+            files.append(PersonaFile(name, f"[{name} omitted: {why}]", 0))
+            continue
         text = path.read_text(encoding="utf-8", errors="replace")
         limit = min(max_file_chars, budget)
         if limit <= 0:
@@ -81,6 +84,16 @@ def load_persona(
         budget -= len(kept)
         files.append(PersonaFile(name, kept, len(text)))
     return files
+
+
+def _not_the_workspaces(path: Path, workspace: Path) -> str | None:
+    """Why `path` may be another file in disguise, or None: a link made inside the workspace (by a tool, a page the
+    browser saved) must not put a file from elsewhere (a key, another user's notes) into every prompt."""
+    if not path.resolve().is_relative_to(workspace.resolve()):
+        return "it leads outside the workspace"
+    if path.stat().st_nlink > 1:
+        return "it has more than one hard link, so it may be a file from elsewhere"
+    return None
 
 
 def render_persona(files: list[PersonaFile]) -> str:

@@ -70,3 +70,20 @@ def test_total_budget_caps_the_sum(tmp_path: Path):
     files = load_persona(ws, today=TODAY, max_total_chars=50_000)
 
     assert sum(len(f.text) for f in files) <= 50_000 + 8 * 100
+
+
+def test_a_file_linked_in_from_elsewhere_is_named_but_never_injected(tmp_path: Path):
+    (tmp_path / "ws").mkdir()
+    ws = workspace(tmp_path / "ws")
+    secret = tmp_path / "id_ed25519"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----")
+    (ws / "MEMORY.md").unlink()
+    (ws / "MEMORY.md").hardlink_to(secret)
+    (ws / "USER.md").unlink()
+    (ws / "USER.md").symlink_to(secret)
+
+    files = {f.name: f.text for f in load_persona(ws, today=TODAY)}
+
+    assert "hard link" in files["MEMORY.md"] and "outside the workspace" in files["USER.md"]
+    assert "PRIVATE KEY" not in render_persona(load_persona(ws, today=TODAY))
+    assert files["SOUL.md"] == "content of SOUL.md"
