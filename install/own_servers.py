@@ -28,7 +28,8 @@ def server_entry(name: str, home: Path) -> dict[str, str | list[str]]:
     """The Claude Desktop `mcpServers` entry; the arguments pin the server to this home, since hosts do not pass
     HERMITCRAB_HOME on to servers."""
     server = SERVERS[name]
-    folders = {"workspace": home / "workspace", "state": home / "state" / name}
+    workspace = home / "workspace"
+    folders = {"workspace": workspace, "state": home / "state" / name, "uploads": workspace / "uploads"}
     args = [
         part
         for option in server.options

@@ -68,6 +68,8 @@ def _default(server: ServerOptions, option: Option, ask: Ask) -> str | int | flo
         return ask.default
     if option.home_folder == "workspace":
         return f"{HOME}/workspace"
+    if option.home_folder == "uploads":
+        return f"{HOME}/workspace/uploads"
     if option.home_folder == "state":
         return f"{HOME}/state/{server.name}"
     default = option.default

@@ -53,7 +53,7 @@ class Option:
     dest: str | None = None
     nargs: Literal["?"] | None = None
     exclusive: str | None = None
-    home_folder: Literal["workspace", "state"] | None = None
+    home_folder: Literal["workspace", "state", "uploads"] | None = None
     install: Ask | Literal["on"] | None = None
 
     @property
@@ -293,13 +293,21 @@ BROWSER = ServerOptions(
         ),
         Option(("--blocked-origins",), "these origins or hosts never load, ';'-separated", metavar="LIST"),
         Option(
+            ("--allow-outbound",),
+            "the browser may also reach these destinations on this machine or its network (repeatable or "
+            "';'-separated: host, host:port, *.domain, 10.0.0.0/8; default $HERMITCRAB_OUTBOUND_ALLOW); public "
+            "addresses always may",
+            action="append",
+            metavar="ENTRY",
+        ),
+        Option(
             ("--root",),
-            "a directory files may be uploaded from (repeatable; default: the workspace)",
+            "a directory files may be uploaded from (repeatable; default: {workspace}/uploads)",
             type=Path,
             action="append",
             metavar="DIR",
-            home_folder="workspace",  # uploads come only from the workspace
-            install=Ask("Upload folder", "The folder files may be uploaded from."),
+            home_folder="uploads",  # the workspace's uploads/, never its persona or memory files
+            install=Ask("Upload folder", "The folder files may be uploaded from (never the whole workspace)."),
         ),
         Option(
             ("--state",),

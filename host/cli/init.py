@@ -35,6 +35,8 @@ def init(
     home = home_dir(os.environ)
     workspace = home / "workspace"
     (workspace / "memory").mkdir(parents=True, exist_ok=True)
+    # The browser's upload root: a page's file input gets only what is put here, never the persona or memory.
+    (workspace / "uploads").mkdir(mode=0o700, exist_ok=True)
     (home / "state").mkdir(parents=True, exist_ok=True)
     templates = files("hermitcrab.workspace")
     for template in sorted(templates.iterdir(), key=lambda t: t.name):

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
 
 from hermitcrab.servers._common.cli import build_parser
 from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import serve
+from hermitcrab.util.outbound import OUTBOUND_VARIABLE, Outbound, allow_entries
 from hermitcrab.util.server_options import BROWSER
 
-from .config import BrowserConfig
+from .config import UPLOADS, BrowserConfig
 from .origins import parse_origins
 from .server import build_server
 
@@ -25,7 +27,8 @@ def config_from_args(args: argparse.Namespace) -> BrowserConfig:
     workspace, default_state = default_paths("browser", os.environ)
     state = (args.state or default_state).expanduser()
     profile = None if args.isolated else (args.profile or state / "profile").expanduser()
-    roots = tuple(path.expanduser() for path in args.root) if args.root else (workspace,)
+    roots = tuple(path.expanduser() for path in args.root) if args.root else (workspace / UPLOADS,)
+    given = ";".join(args.allow_outbound) if args.allow_outbound else os.environ.get(OUTBOUND_VARIABLE)
     return BrowserConfig(
         state_dir=state,
         profile_dir=profile,
@@ -33,6 +36,7 @@ def config_from_args(args: argparse.Namespace) -> BrowserConfig:
         executable=args.executable,
         allowed_origins=parse_origins(args.allowed_origins),
         blocked_origins=parse_origins(args.blocked_origins),
+        outbound_allow=allow_entries(given),
         roots=roots,
         enable_evaluate=args.enable_evaluate,
         snapshot_max_chars=args.snapshot_max_chars,
@@ -42,7 +46,12 @@ def config_from_args(args: argparse.Namespace) -> BrowserConfig:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    serve(build_server(config_from_args(args)), args)
+    config = config_from_args(args)
+    try:
+        Outbound(config.outbound_allow)
+    except ValueError as exc:
+        sys.exit(f"hermitcrab-browser: {exc}")
+    serve(build_server(config), args)
 
 
 if __name__ == "__main__":

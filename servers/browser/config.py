@@ -8,6 +8,10 @@ from pathlib import Path
 
 from hermitcrab.servers._common.paths import default_paths
 
+ALLOW_HINT = "start hermitcrab-browser with --allow-outbound HOST:PORT (the host: [outbound] allow in config.toml)"
+UPLOADS = "uploads"
+"""The workspace's folder of files a page may be sent (`browser_file_upload`), the default upload root."""
+
 
 def default_state_dir() -> Path:
     return default_paths("browser", os.environ)[1]
@@ -24,6 +28,8 @@ class BrowserConfig:
     executable: Path | None = None
     allowed_origins: tuple[str, ...] = ()
     blocked_origins: tuple[str, ...] = ()
+    # What on this machine or its network the browser may reach besides public addresses (`util.outbound`).
+    outbound_allow: tuple[str, ...] = ()
     # Files may be uploaded from these directories only.
     roots: tuple[Path, ...] = ()
     enable_evaluate: bool = False

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from hermitcrab.servers._common.arguments import MAX_PATH_CHARS, quote, shorten
 from hermitcrab.servers._common.paths import PathOutsideRoots, resolve_inside
 
+from .config import UPLOADS
 from .limits import (
     MAX_ELEMENT_CHARS,
     MAX_FIELDS,
@@ -310,4 +311,18 @@ def _upload_file(path: str, roots: tuple[Path, ...]) -> Path:
         raise ToolError(f"{exc}; upload a file from inside the roots.") from exc
     if not resolved.is_file():
         raise ToolError(f"{quote(path)} is not a file inside the upload roots; check the name.")
+    _refuse_workspace_files(path, resolved)
     return resolved
+
+
+def _refuse_workspace_files(path: str, resolved: Path) -> None:
+    """Never send a page the persona or memory files: inside a hermitcrab workspace (a folder holding MEMORY.md),
+    only its uploads/ folder may be uploaded from, even when an upload root is the whole workspace (an older init)."""
+    for folder in resolved.parents:
+        if folder.name == UPLOADS and (folder.parent / "MEMORY.md").is_file():
+            return
+        if (folder / "MEMORY.md").is_file():
+            raise ToolError(
+                f"{quote(path)} is in the hermitcrab workspace {folder}, whose persona and memory files are never "
+                f"uploaded; only files in {folder / UPLOADS} are: copy the file there first."
+            )

@@ -12,6 +12,8 @@ LAUNCH_ARGS = (
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    # WebRTC's UDP would bypass the proxy (so the outbound guard): only proxied (TCP) candidates, or none.
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 _SYSTEM_NAMES = ("chromium", "chromium-browser", "google-chrome-stable", "google-chrome", "chrome")
 _SYSTEM_PATHS = (

@@ -16,11 +16,14 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import Field
 
 from hermitcrab.servers._common.arguments import quote, shorten
+from hermitcrab.util.outbound import Outbound, OutboundRefused
 
 from . import report
 from .limits import MAX_URL_CHARS, MAX_WAIT_TEXT_CHARS
 from .origins import NAVIGABLE_SCHEMES, OriginPolicy
+from .proxy import REFUSED_HEADER, unresolvable
 from .runner import Runner, tab_lines
+from .session import Session
 from .tab import Tab
 
 _MAX_WAIT_SECONDS = 30.0
@@ -66,6 +69,30 @@ def normalize_url(url: str, policy: OriginPolicy) -> str:
     return url
 
 
+async def check_outbound(url: str, outbound: Outbound) -> None:
+    """Refuse, as a tool error, an http(s) `url` whose host is (or resolves to) an address the guard refuses."""
+    if urlsplit(url).scheme.lower() not in ("http", "https"):
+        return  # about: and data: reach no host
+    try:
+        await outbound.resolve(url)
+    except OutboundRefused as exc:
+        if unresolvable(exc):
+            raise ToolError(
+                f"`url` {quote(url)} was not opened: net::ERR_NAME_NOT_RESOLVED, its host name has no address. "
+                "Check the URL and that the site is reachable."
+            ) from None
+        raise ToolError(f"`url` {quote(url)} was not opened: {exc}.") from None
+
+
+def _refused_on_the_way(session: Session, target: str, since: int) -> ToolError | None:
+    """A tool error if the proxy refused a hop of this navigation (a redirect to a refused destination)."""
+    if session.refusal_count == since or not session.refusals:
+        return None
+    why = session.refusals[-1]
+    session.take_refusals()
+    return ToolError(f"{shorten(target)} was not opened: it redirected to a destination the browser refuses ({why}).")
+
+
 def _scheme_of(url: str) -> str | None:
     """The URL's scheme, or None when it has none: `example.com/x` and `intranet:8000` are hosts, `tel:1` is not."""
     found = _SCHEME.match(url)
@@ -94,14 +121,22 @@ def register(server: MCPServer, runner: Runner) -> None:
         other browser tools. Refs die when the page changes: use the refs of the latest snapshot.
         """
         target = normalize_url(url, session.policy)
+        await check_outbound(target, session.outbound)
 
         async def go(tab: Tab) -> str:
+            since = session.refusal_count
             try:
-                await tab.page.goto(target, wait_until="domcontentloaded")
+                response = await tab.page.goto(target, wait_until="domcontentloaded")
             except PlaywrightError as exc:
+                if (refused := _refused_on_the_way(session, target, since)) is not None:
+                    raise refused from None
                 if "Download is starting" not in exc.message:
                     raise
                 return f"{shorten(target)} is a file download, not a page"
+            if response is not None and response.headers.get(REFUSED_HEADER.lower()):
+                raise _refused_on_the_way(session, target, since) or ToolError(
+                    f"{shorten(target)} was not opened: it led to a destination the browser refuses."
+                )
             return f"Opened {shorten(target)}"
 
         return await runner.act(go, snapshot="full", retry_after_crash=True)

@@ -1,8 +1,17 @@
 """Decide which URLs the browser may load, from --allowed-origins and --blocked-origins.
 
-This is a guard rail against the model wandering off, not a security boundary: pages can still
-reach other origins through means Playwright's routing does not see (e.g. some WebSocket or
-service-worker traffic), and anything a page shows can still instruct the model.
+Where it is applied: to the model's `browser_navigate` before anything loads, to each request Playwright routes
+(`Session._route`), and, since neither sees a redirect's later hops, to every connection Chromium makes, in the
+browser's own proxy (`proxy.py`): navigations, sub-resources, XHR/fetch, frames, service workers, WebSockets and each
+redirect hop. The same proxy applies the outbound guard (`hermitcrab.util.outbound`: no loopback, private,
+link-local/metadata or CGNAT address unless `--allow-outbound` lists it), on the address it resolved and connects to,
+so Chromium never resolves a proxied name itself and a DNS answer that changes after the check is never used.
+
+What it does not cover: a `CONNECT` tunnel (https, wss, ws) is judged by host and port only, so an origin allowed
+under one scheme opens that host and port under the other, and the requests inside one tunnel are not seen one by
+one (they all go to that host and port). WebRTC may use only proxied candidates (`launcher.LAUNCH_ARGS`), so its UDP
+does not go round the proxy. And anything a page shows can still instruct the model: the policy keeps the browser
+where the owner wants it, it does not make what it reads trustworthy.
 """
 
 from __future__ import annotations

@@ -177,6 +177,10 @@ class Runner:
         lines.extend(f"- Downloaded a file to {path}" for path in tab.take_downloads())  # the page names it
         if tab.page.url.startswith("chrome-error://"):
             notes.append("The page failed to load (network error or an origin blocked by the server's policy).")
+        refused = session.take_refusals()
+        if refused:
+            shown = "; ".join(refused[:3])
+            notes.append(f"Note: the browser refused {len(refused)} request(s) the page made: {shown}.")
         errors = tab.new_console_errors()
         if errors:
             lines.append(f"- New console errors ({len(errors)}; see browser_console_messages):")

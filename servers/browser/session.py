@@ -8,20 +8,34 @@ import logging
 import os
 import shutil
 import tempfile
+from collections import deque
 from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver.exceptions import ToolError
-from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route, ViewportSize, async_playwright
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    Page,
+    Playwright,
+    ProxySettings,
+    Route,
+    ViewportSize,
+    async_playwright,
+)
 from playwright.async_api import Error as PlaywrightError
 
-from .config import BrowserConfig
+from hermitcrab.util.outbound import Outbound
+
+from .config import ALLOW_HINT, BrowserConfig
 from .launcher import LAUNCH_ARGS, BrowserNotFound, find_executable
 from .origins import OriginPolicy
+from .proxy import OutboundProxy
 from .tab import Tab
 
 logger = logging.getLogger(__name__)
 _CLOSE_SECONDS = 5.0
+_REFUSALS_KEPT = 20
 
 
 class Session:
@@ -34,6 +48,12 @@ class Session:
     def __init__(self, config: BrowserConfig) -> None:
         self.config = config
         self.policy = OriginPolicy(config.allowed_origins, config.blocked_origins)
+        self.outbound = Outbound(config.outbound_allow, how_to_allow=ALLOW_HINT)
+        # Chromium's only way out: every connection it makes passes the origin policy and the outbound guard.
+        self.proxy = OutboundProxy(self.outbound, self.policy, self._on_refusal)
+        # What the proxy refused since the last call reported it (messages, newest last).
+        self.refusals: deque[str] = deque(maxlen=_REFUSALS_KEPT)
+        self.refusal_count = 0
         self.lock = asyncio.Lock()
         self.tabs: list[Tab] = []
         self.current: Tab | None = None
@@ -112,12 +132,20 @@ class Session:
         return True
 
     async def close(self, *, stop: bool = False) -> None:
-        """Close the browser (the next tool call starts a new one); `stop` also ends Playwright itself."""
+        """Close the browser (the next tool call starts a new one); `stop` also ends Playwright and the proxy."""
         async with self.lock:
             await self._close()
+        if stop:
+            await self.proxy.close()
         if stop and self._playwright is not None:
             await self._playwright.stop()
             self._playwright = None
+
+    def take_refusals(self) -> list[str]:
+        """The proxy's refusals since the last call, once each (distinct, in order)."""
+        taken = list(dict.fromkeys(self.refusals))
+        self.refusals.clear()
+        return taken
 
     # --- internals -------------------------------------------------------------------------
 
@@ -179,6 +207,7 @@ class Session:
         path = str(executable) if executable else None
         width, height = config.viewport
         viewport = ViewportSize(width=width, height=height)
+        proxy = ProxySettings(server=await self.proxy.start())
         try:
             if config.profile_dir is not None:
                 config.profile_dir.mkdir(parents=True, exist_ok=True)
@@ -189,11 +218,16 @@ class Session:
                     args=list(LAUNCH_ARGS),
                     viewport=viewport,
                     accept_downloads=True,
+                    proxy=proxy,
                 )
                 browser = context.browser
             else:
                 browser = await chromium.launch(
-                    executable_path=path, headless=config.headless, args=list(LAUNCH_ARGS), env=self._isolated_env()
+                    executable_path=path,
+                    headless=config.headless,
+                    args=list(LAUNCH_ARGS),
+                    env=self._isolated_env(),
+                    proxy=proxy,
                 )
                 context = await browser.new_context(viewport=viewport, accept_downloads=True)
         except PlaywrightError as exc:
@@ -259,7 +293,13 @@ class Session:
         if not self._closing:
             self.crashed = True
 
+    def _on_refusal(self, message: str) -> None:
+        self.refusals.append(message)
+        self.refusal_count += 1
+
     async def _route(self, route: Route) -> None:
+        """The origin policy for the requests Playwright routes (a redirect's later hops are not: the proxy sees
+        those); a refused one fails at once, without reaching the proxy."""
         if self.policy.allows(route.request.url):
             await route.fallback()
         else:

@@ -34,6 +34,8 @@ async def test_browser_over_stdio(site: str, tmp_path: Path) -> None:
             "-m",
             "hermitcrab.servers.browser",
             "--isolated",
+            "--allow-outbound",
+            "127.0.0.1",  # the page is served on loopback, which the browser refuses unless allowed
             "--state",
             str(tmp_path / "state"),
             "--call-timeout",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from functools import partial
 from http import cookies
 from pathlib import Path
 from urllib.parse import parse_qs
@@ -13,6 +14,9 @@ from hermitcrab.servers.browser import BrowserConfig, Session
 from tests.support.static_files import QuietHandler, serve_directory
 
 PAGES = Path(__file__).parent / "pages"
+LOCAL = ("127.0.0.1",)
+"""The test pages are served on loopback, which the browser's outbound guard refuses unless allowed: every browser
+these tests start allows it (`local_config`), except those that test the refusal."""
 
 
 class _Pages(QuietHandler):
@@ -60,6 +64,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(scope="session")
+def local_config() -> Callable[..., BrowserConfig]:
+    """`BrowserConfig(...)` that may reach the test pages on 127.0.0.1 (`--allow-outbound 127.0.0.1`)."""
+    return partial(BrowserConfig, outbound_allow=LOCAL)
+
+
 @pytest.fixture(scope="module")
 def uploads(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("uploads")
@@ -68,9 +78,11 @@ def uploads(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-async def shared_session(tmp_path_factory: pytest.TempPathFactory, uploads: Path) -> AsyncIterator[Session]:
+async def shared_session(
+    tmp_path_factory: pytest.TempPathFactory, uploads: Path, local_config: Callable[..., BrowserConfig]
+) -> AsyncIterator[Session]:
     """One isolated Chromium for the whole module; tests get fresh MCP clients on top of it."""
-    config = BrowserConfig(state_dir=tmp_path_factory.mktemp("browser-state"), roots=(uploads,))
+    config = local_config(state_dir=tmp_path_factory.mktemp("browser-state"), roots=(uploads,))
     session = Session(config)
     yield session
     await session.close(stop=True)

@@ -21,12 +21,12 @@ Connect = Callable[[float], Awaitable[Client]]
 
 
 @pytest.fixture
-async def connect(tmp_path: Path) -> AsyncIterator[Connect]:
+async def connect(tmp_path: Path, local_config: Callable[..., BrowserConfig]) -> AsyncIterator[Connect]:
     """Start a browser server whose calls end within the given number of seconds, and connect to it."""
     async with AsyncExitStack() as stack:
 
         async def start(call_timeout: float) -> Client:
-            session = Session(BrowserConfig(state_dir=tmp_path, call_timeout_s=call_timeout))
+            session = Session(local_config(state_dir=tmp_path, call_timeout_s=call_timeout))
             stack.push_async_callback(session.close, stop=True)
             return await stack.enter_async_context(Client(build_server(session=session)))
 

@@ -40,8 +40,15 @@ def test_no_browser_anywhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 def test_default_config_uses_a_persistent_profile_under_home(hermitcrab_home: Path) -> None:
     config = config_from_args(parse_args([]))
     assert config.profile_dir == hermitcrab_home / "state" / "browser" / "profile"
-    assert config.roots == (hermitcrab_home / "workspace",)
-    assert config.headless and not config.enable_evaluate
+    assert config.roots == (hermitcrab_home / "workspace" / "uploads",), "its own folder, not the whole workspace"
+    assert config.headless and not config.enable_evaluate and config.outbound_allow == ()
+
+
+def test_outbound_allow_entries_from_the_flag_or_else_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMITCRAB_OUTBOUND_ALLOW", "10.0.0.0/8;intranet.example")
+    assert config_from_args(parse_args([])).outbound_allow == ("10.0.0.0/8", "intranet.example")
+    given = ["--allow-outbound", "127.0.0.1:3000;[::1]:8080", "--allow-outbound", "*.internal.example"]
+    assert config_from_args(parse_args(given)).outbound_allow == ("127.0.0.1:3000", "[::1]:8080", "*.internal.example")
 
 
 def test_isolated_headed_and_origins(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -23,9 +23,11 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-async def guarded(tmp_path_factory: pytest.TempPathFactory, profile: Path) -> AsyncIterator[Session]:
+async def guarded(
+    tmp_path_factory: pytest.TempPathFactory, profile: Path, local_config: Callable[..., BrowserConfig]
+) -> AsyncIterator[Session]:
     """A persistent-profile browser that must not load anything from `localhost`, with evaluate on."""
-    config = BrowserConfig(
+    config = local_config(
         state_dir=tmp_path_factory.mktemp("state"),
         profile_dir=profile,
         blocked_origins=("localhost",),
@@ -109,7 +111,7 @@ async def test_evaluate_when_enabled(client: Client, site: str) -> None:
 
 
 async def test_isolated_browser_writes_nothing_in_home(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, site: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, site: str, local_config: Callable[..., BrowserConfig]
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -117,7 +119,7 @@ async def test_isolated_browser_writes_nothing_in_home(
     for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
         monkeypatch.delenv(name, raising=False)
     scratch_before = set(Path(tempfile.gettempdir()).glob("hermitcrab-browser-*"))
-    async with Client(build_server(BrowserConfig(state_dir=tmp_path / "state"))) as client:
+    async with Client(build_server(local_config(state_dir=tmp_path / "state"))) as client:
         page = await client.call_tool("browser_navigate", {"url": f"{site}/second.html"})
         shot = await client.call_tool("browser_take_screenshot", {})
     assert not page.is_error and not shot.is_error
