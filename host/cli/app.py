@@ -9,6 +9,9 @@ from typing import Annotated, NoReturn, TypeVar, cast
 
 import typer
 
+from hermitcrab.util.private import keep_private
+from hermitcrab.util.redact import redact
+
 from ..errors import HermitcrabError
 from ..turn.failures import LOG_HINT
 from . import ask, bundle, chat, deadletters, doctor, init, mcp_config, pairing, run, service, skills, subagent
@@ -45,7 +48,9 @@ def main() -> None:
     """Console-script entry: errors become one clear message on stderr and exit code 1, never a traceback.
 
     A domain error says what is wrong in its own words; anything else is a bug, logged in full to the host log.
+    What any command creates, and the servers it starts, is the owner's alone (0600 files in 0700 folders).
     """
+    keep_private()
     try:
         app()
     except Exception as exc:
@@ -55,7 +60,7 @@ def main() -> None:
         error = _leaf(exc, HermitcrabError)
         if error is None:
             error = f"internal error ({type(exc).__name__}); {LOG_HINT}"
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {redact(str(error))}", file=sys.stderr)  # a provider may have echoed its key
         sys.exit(1)
     except KeyboardInterrupt:
         _interrupted()

@@ -26,7 +26,7 @@ from ..session.routing import routed
 from ..turn.agent import Agent
 from ..turn.failures import failure_text
 from .options import McpConfigOption, VerboseOption
-from .runtime import open_agent, setup_logging
+from .runtime import make_home_private, open_agent, setup_logging
 
 logger = logging.getLogger(__name__)
 console = Console()
@@ -42,6 +42,7 @@ def chat(
     """Chat with your agent in the main session (/help lists commands, Ctrl-C stops a turn, /exit or Ctrl-D leaves)."""
     settings = load_settings(mcp_config=mcp_config)
     setup_logging(verbose, settings)
+    make_home_private(settings)
     anyio.run(_chat, settings)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hermitcrab.install.service import ServiceError, has_tool, manager_for
+from hermitcrab.util.private import is_open_to_others
 
 from ..config import DiscordSettings, ProviderProfile, Settings, load_settings
 from ..errors import ConfigError
@@ -65,7 +67,7 @@ def doctor(
 
 
 async def run_checks(settings: Settings) -> list[Check]:
-    checks = [_home_check(settings), *_workspace_checks(settings)]
+    checks = [_home_check(settings), _private_check(settings), *_workspace_checks(settings)]
     if not settings.providers:
         checks.append(Check("provider", "configured", False, settings_help(settings)))
     async with httpx.AsyncClient() as client:
@@ -137,6 +139,19 @@ def _home_check(settings: Settings) -> Check:
     exists = settings.config_file.exists()
     detail = str(settings.config_file) if exists else f"{settings.config_file} missing: run `hermitcrab init`"
     return Check("home", "config.toml", exists, detail, fatal=False)
+
+
+def _private_check(settings: Settings) -> Check:
+    """config.toml holds tokens and the home holds conversations and memories: no other user should read them.
+
+    Only a warning: `run` and `chat` make them private at start."""
+    wanted = {settings.config_file: "600", settings.home: "700"}
+    wide = [path for path in wanted if path.exists() and is_open_to_others(path)]
+    if not wide:
+        return Check("home", "private", True, "config.toml and the home are the owner's alone")
+    found = "; ".join(f"{path} is open to other users (mode {stat.S_IMODE(path.stat().st_mode):04o})" for path in wide)
+    fix = "; ".join(f"chmod {wanted[path]} {path}" for path in wide)
+    return Check("home", "private", False, f"{found}: run {fix} (`run` and `chat` do it at start)", fatal=False)
 
 
 def _workspace_checks(settings: Settings) -> list[Check]:

@@ -28,7 +28,7 @@ from ..inbox.log import Inbox
 from ..inbox.retries import Retries, owner_announcer
 from ..turn.agent import Agent
 from .options import McpConfigOption, VerboseOption
-from .runtime import open_agent, setup_logging
+from .runtime import make_home_private, open_agent, setup_logging
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +41,7 @@ def run(mcp_config: McpConfigOption = None, verbose: VerboseOption = False) -> N
     """
     settings = load_settings(mcp_config=mcp_config)
     setup_logging(verbose, settings)
+    make_home_private(settings)
     with holding_home(settings.home, settings.state):
         if settings.webhook.token:
             check_listen(settings.webhook.host, settings.webhook.port)

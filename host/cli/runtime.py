@@ -11,6 +11,9 @@ from pathlib import Path
 import anyio
 import httpx
 
+from hermitcrab.util.private import make_private
+from hermitcrab.util.redact import RedactingFilter
+
 from ..config import Settings
 from ..mcp.pool import McpPool, ServerEvent
 from ..providers import FailoverProvider, create
@@ -27,14 +30,27 @@ class _Brief(logging.Formatter):
 
 
 def setup_logging(verbose: bool, settings: Settings) -> None:
-    """Everything from INFO up, with tracebacks, to `state/logs/host.log`; warnings (or all, verbose) to stderr."""
+    """Everything from INFO up, with tracebacks, to `state/logs/host.log`; warnings (or all, verbose) to stderr.
+
+    Both mask credentials, from whichever logger: a remote server's URL may carry a key, a provider may echo one."""
     to_file = logging.FileHandler(settings.log_file("host.log"), encoding="utf-8")
     to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     to_terminal = logging.StreamHandler(sys.stderr)
     to_terminal.setLevel(logging.INFO if verbose else logging.WARNING)
     to_terminal.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if verbose else _Brief())
+    for handler in (to_file, to_terminal):
+        handler.addFilter(RedactingFilter())
     logging.basicConfig(level=logging.INFO, handlers=[to_file, to_terminal], force=True)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    for chatty in ("httpx", "httpx2"):  # a line per request
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+
+
+def make_home_private(settings: Settings) -> None:
+    """Close to others what an earlier version or a wider umask left open: the home, its config.toml, and all of the
+    workspace and the state (a note in the log for each); what the host creates from here on is private already."""
+    make_private(settings.home, recursive=False)
+    for path in (settings.config_file, settings.workspace, settings.state):
+        make_private(path)
 
 
 @asynccontextmanager

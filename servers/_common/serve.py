@@ -24,6 +24,8 @@ from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from hermitcrab.util.redact import RedactingFilter
+
 from .sdk_workarounds import serve_stdio
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -62,11 +64,13 @@ def add_serve_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def serve(server: MCPServer[Any], flags: argparse.Namespace) -> None:
-    """Serve on stdio (the default) or streamable HTTP at `--http`; logs go to stderr at `--log-level`, never stdout."""
+    """Serve on stdio (the default) or streamable HTTP at `--http`; logs go to stderr at `--log-level`, never stdout,
+    with credentials masked (uvicorn's access log included: a request's query string may carry a key)."""
+    to_stderr = logging.StreamHandler(sys.stderr)
+    to_stderr.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    to_stderr.addFilter(RedactingFilter())
     # force: MCPServer() already installed a rich handler at INFO, which would format every refused argument.
-    logging.basicConfig(
-        stream=sys.stderr, level=flags.log_level, format="%(levelname)s %(name)s: %(message)s", force=True
-    )
+    logging.basicConfig(level=flags.log_level, handlers=[to_stderr], force=True)
     if flags.http is None:
         anyio.run(serve_stdio, server)
         return
@@ -75,7 +79,7 @@ def serve(server: MCPServer[Any], flags: argparse.Namespace) -> None:
         app = http_app(server, host, flags.token, flags.allow_host)
     except ValueError as exc:
         raise SystemExit(f"{server.name}: {exc}") from None
-    uvicorn.run(app, host=host, port=port, log_level=flags.log_level.lower())
+    uvicorn.run(app, host=host, port=port, log_level=flags.log_level.lower(), log_config=None)
 
 
 def http_app(server: MCPServer[Any], host: str, token: str | None, extra_hosts: Sequence[str] = ()) -> ASGIApp:

@@ -11,6 +11,7 @@ from hermitcrab.servers._common.cli import build_parser
 from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import serve
 from hermitcrab.util.outbound import OUTBOUND_VARIABLE, Outbound, allow_entries
+from hermitcrab.util.private import keep_private
 from hermitcrab.util.server_options import BROWSER
 
 from .config import UPLOADS, BrowserConfig
@@ -51,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         Outbound(config.outbound_allow)
     except ValueError as exc:
         sys.exit(f"hermitcrab-browser: {exc}")
+    keep_private(config.state_dir)
     serve(build_server(config), args)
 
 

@@ -12,6 +12,7 @@ from hermitcrab.servers._common.cli import build_parser
 from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import serve
 from hermitcrab.util.outbound import OUTBOUND_VARIABLE, Outbound, allow_entries
+from hermitcrab.util.private import keep_private
 from hermitcrab.util.server_options import CRON
 
 from .server import build_server
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         flags.error(str(exc))
     _, state = default_paths("cron", os.environ)
+    keep_private(args.state or state)
     try:
         server = build_server(
             args.state or state,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 from hermitcrab.servers._common.cli import build_parser
+from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import serve
+from hermitcrab.util.private import keep_private
 from hermitcrab.util.server_options import EXEC
 
 from .policy import DEFAULT_ALLOW, Policy
@@ -37,6 +40,7 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
+    keep_private(args.state or default_paths("exec", os.environ)[1])
     try:
         server = build_server(**config_from_args(args))
     except NotADirectoryError as exc:

@@ -17,9 +17,11 @@ from threadpoolctl import threadpool_limits
 from hermitcrab.servers._common.cli import build_parser
 from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import serve
+from hermitcrab.util.private import keep_private
 from hermitcrab.util.server_options import MEMORY
 
 from .embed import DEFAULT_IDLE_S, EMBEDDER_HELP, make_embedder
+from .files import EVERGREEN, MEMORY_DIR
 from .index import MemoryIndex, ProgressFactory
 from .ranking import RankSettings
 from .server import build_server, memory_roots
@@ -94,6 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         _parser().error(str(exc))
     workspace, state = args.workspace or workspace, args.state or state
+    keep_private(state, *(workspace / name for name in (*EVERGREEN, MEMORY_DIR)))
     if args.command == "index":
         if not workspace.is_dir():
             _parser().error(f"the workspace {workspace} is not a folder")

@@ -12,6 +12,7 @@ from pathlib import Path
 from hermitcrab.servers._common.cli import build_parser
 from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import serve
+from hermitcrab.util.private import keep_private
 from hermitcrab.util.server_options import SPAWN
 
 from .launcher import parse_template
@@ -48,6 +49,7 @@ def commands(agent: str | None, clis: list[str]) -> Commands:
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     _, state = default_paths("spawn", os.environ)
+    keep_private(args.state or state)
     try:
         configured = commands(args.agent, args.cli)
     except ValueError as exc:
