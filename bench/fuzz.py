@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.fuzz.servers import SERVERS  # noqa: E402
+from tests.support.fuzz_servers import SERVERS  # noqa: E402
 from tests.support.fuzzing import Tree, fuzzing  # noqa: E402
 
 

@@ -61,3 +61,27 @@ def test_channels_import_only_host_events(path: Path):
 def test_the_shared_helpers_import_nothing_of_hermitcrab_but_themselves(path: Path):
     for name in imports(path):
         assert name.startswith("hermitcrab.util"), f"{path} imports {name}"
+
+
+def imported_tests(path: Path) -> set[str]:
+    """The `tests.*` modules a test module imports, with relative imports resolved."""
+    package = ["tests", *path.relative_to(ROOT / "tests").parent.parts]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            found.add(".".join([*base, *(node.module or "").split(".")]).strip("."))
+    return {name for name in found if name == "tests" or name.startswith("tests.")}
+
+
+TEST_MODULES = [path for path in modules("tests") if "support" not in path.relative_to(ROOT / "tests").parts]
+
+
+@pytest.mark.parametrize("path", TEST_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_test_module_imports_only_the_shared_support_and_conftest_fixtures(path: Path):
+    for name in imported_tests(path):
+        assert name == "tests.support" or name.startswith("tests.support.") or name.endswith(".conftest"), (
+            f"{path} imports {name}"
+        )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.servers.browser.browser_results import needs_chromium, text_of
+from tests.support.browser import needs_chromium, text_of
 from tests.support.static_files import serve_directory
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Stdio</title></head><body>

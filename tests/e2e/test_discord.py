@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -13,36 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import CLI, cli_env, wait_for
-from tests.support.discord_host import DiscordRun, discord_env, start_run
+from tests.support.cli import CLI, wait_for
+from tests.support.discord_host import CONFIG, DiscordRun, discord_env, first_reply, pairing, start_run, stop
 from tests.support.fake_discord import (
     BOT_ID,
     BOT_ROLE,
     GUILD_CHANNEL,
-    GUILD_ID,
     MODERATORS,
     OWNER,
     STRANGER,
     THREAD,
     TOKEN,
     FakeDiscord,
-    Sent,
 )
 from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
 from tests.support.fences import fenced
 
 from .conftest import TEST_SERVER
-
-CONFIG = f"""
-[heartbeat]
-every_minutes = 0
-
-[discord]
-owners = ["{OWNER}"]
-
-[discord.guilds."{GUILD_ID}"]
-require_mention = true
-"""
 
 
 @pytest.fixture
@@ -65,23 +51,6 @@ def start(
     yield launch
     for run in runs:
         run.kill()
-
-
-def pairing(home: Path, llm: FakeLLM, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, "pairing", *args], capture_output=True, text=True, env=cli_env(home, llm), timeout=30, check=False
-    )
-
-
-def first_reply(discord_api: FakeDiscord, message_id: str) -> Sent:
-    wait_for(lambda: discord_api.replies_to(message_id) != [], f"no reply to {message_id}: {discord_api.sent}")
-    return discord_api.replies_to(message_id)[0]
-
-
-def stop(process: subprocess.Popen[bytes]) -> int:
-    """SIGTERM: the running turn finishes and its reply is sent, so nothing can arrive after this returns."""
-    process.send_signal(signal.SIGTERM)
-    return process.wait(timeout=30)
 
 
 def user_texts(llm: FakeLLM) -> list[str]:

@@ -15,11 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import wait_for
-from tests.support.discord_host import start_run
+from tests.support.discord_host import pairing, start_run
 from tests.support.fake_discord import OWNER, FakeDiscord
 from tests.support.fake_llm import FakeLLM, openai_text
-
-from .test_discord import pairing
 
 CONFIG = f"""
 [heartbeat]

@@ -10,11 +10,9 @@ import httpx
 import pytest
 
 from tests.support.cli import wait_for
-from tests.support.discord_host import start_run
+from tests.support.discord_host import CONFIG, first_reply, start_run, stop
 from tests.support.fake_discord import OWNER, FakeDiscord
 from tests.support.fake_llm import FakeLLM, free_port, openai_text
-
-from .test_discord import CONFIG, first_reply, stop
 
 HOOK_TOKEN = "resilience-hook-token"
 

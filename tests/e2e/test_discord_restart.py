@@ -15,12 +15,11 @@ import httpx
 import pytest
 
 from tests.support.cli import CLI, cli_env, wait_for
-from tests.support.discord_host import DiscordRun, start_run
+from tests.support.discord_host import DiscordRun, start_run, stop
 from tests.support.fake_discord import OWNER, FakeDiscord
 from tests.support.fake_llm import FakeLLM, Reply, free_port, openai_text, openai_tool_calls
 
 from .conftest import TEST_SERVER
-from .test_discord import stop
 
 HOOK_PORT = free_port()
 HOOK_TOKEN = "hook-token-for-delivery-tests"

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.support.cli import wait_for
-from tests.support.discord_host import DiscordRun, start_run
+from tests.support.discord_host import DiscordRun, first_reply, start_run, stop
 from tests.support.fake_discord import (
     GUILD_CHANNEL,
     GUILD_ID,
@@ -28,7 +28,6 @@ from tests.support.fake_llm import FakeLLM, free_port, openai_text, openai_tool_
 from tests.support.fences import fenced
 
 from .conftest import TEST_SERVER
-from .test_discord import first_reply, stop
 
 FRIEND = "700000000000000003"
 ELSEWHERE = "800000000000000099"

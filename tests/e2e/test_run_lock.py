@@ -14,8 +14,9 @@ import pytest
 
 from tests.support.cli import CLI, cli_env, wait_for
 from tests.support.fake_llm import FakeLLM, free_port, openai_text
+from tests.support.webhook_host import TOKEN, Host, hosts
 
-from .test_run import TEST_SERVER, TOKEN, Host, hosts
+from .conftest import TEST_SERVER
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 
 from hermitcrab.host.config import ServerConfig
 from hermitcrab.host.mcp.pool import McpPool
-from tests.servers.browser.browser_results import needs_chromium
+from tests.support.browser import needs_chromium
 from tests.support.fake_llm import free_port
 from tests.support.processes import serving
 

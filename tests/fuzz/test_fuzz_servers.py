@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fuzz.servers import SERVERS
+from tests.support.fuzz_servers import SERVERS
 from tests.support.fuzzing import Tree, assert_clean, fuzzing
 
 CALLS = {"memory": 200, "exec": 200, "cron": 200, "spawn": 200, "browser": 50}

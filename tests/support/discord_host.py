@@ -1,16 +1,30 @@
 """`hermitcrab run` against a FakeDiscord and the scripted LLM, for the e2e tests and bench scripts alike: the
 environment that points it there, and a start that returns only once the bot has logged in, so that nothing a caller
-says on the fake afterwards can reach no one, or a run that is gone."""
+says on the fake afterwards can reach no one, or a run that is gone; the usual config, waiting for a reply, stopping a
+run, and the pairing command beside it."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.cli import CLI, cli_env, wait_for
-from tests.support.fake_discord import TOKEN, FakeDiscord
+from tests.support.fake_discord import GUILD_ID, OWNER, TOKEN, FakeDiscord, Sent
 from tests.support.fake_llm import FakeLLM
+
+CONFIG = f"""
+[heartbeat]
+every_minutes = 0
+
+[discord]
+owners = ["{OWNER}"]
+
+[discord.guilds."{GUILD_ID}"]
+require_mention = true
+"""
+"""The config.toml of most Discord runs: no heartbeat, the fake's OWNER as the owner, its guild answering mentions."""
 
 
 def discord_env(
@@ -76,3 +90,21 @@ def start_run(
         run.kill()
         raise
     return run
+
+
+def pairing(home: Path, llm: FakeLLM, *args: str) -> subprocess.CompletedProcess[str]:
+    """`hermitcrab pairing ARGS` at `home`, as the owner types it beside the running bot."""
+    return subprocess.run(
+        [*CLI, "pairing", *args], capture_output=True, text=True, env=cli_env(home, llm), timeout=30, check=False
+    )
+
+
+def first_reply(discord_api: FakeDiscord, message_id: str) -> Sent:
+    wait_for(lambda: discord_api.replies_to(message_id) != [], f"no reply to {message_id}: {discord_api.sent}")
+    return discord_api.replies_to(message_id)[0]
+
+
+def stop(process: subprocess.Popen[bytes]) -> int:
+    """SIGTERM: the running turn finishes and its reply is sent, so nothing can arrive after this returns."""
+    process.send_signal(signal.SIGTERM)
+    return process.wait(timeout=30)

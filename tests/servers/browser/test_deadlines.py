@@ -14,7 +14,7 @@ from mcp import Client
 from mcp_types import CallToolResult
 
 from hermitcrab.servers.browser import BrowserConfig, Session, build_server
-from tests.servers.browser.browser_results import needs_chromium, ref_of, text_of
+from tests.support.browser import needs_chromium, ref_of, text_of
 
 pytestmark = needs_chromium
 Connect = Callable[[float], Awaitable[Client]]

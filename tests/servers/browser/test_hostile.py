@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from hermitcrab.servers.browser import Session, build_server
-from tests.servers.browser.browser_results import needs_chromium, text_of
+from tests.support.browser import needs_chromium, text_of
 
 pytestmark = needs_chromium
 MEGABYTE = "x" * 1_000_000

@@ -10,7 +10,7 @@ from mcp import Client
 from hermitcrab.servers.browser import BrowserConfig, build_server
 from hermitcrab.servers.browser.__main__ import config_from_args, parse_args
 from hermitcrab.servers.browser.launcher import BrowserNotFound, find_executable
-from tests.servers.browser.browser_results import text_of
+from tests.support.browser import text_of
 
 
 def test_explicit_executable_wins(tmp_path: Path) -> None:

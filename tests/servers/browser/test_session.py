@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from hermitcrab.servers.browser import BrowserConfig, Session, build_server
-from tests.servers.browser.browser_results import needs_chromium, ref_of, text_of
+from tests.support.browser import needs_chromium, ref_of, text_of
 
 pytestmark = needs_chromium
 

@@ -11,7 +11,7 @@ from mcp_types import ImageContent
 from playwright.async_api import Error as PlaywrightError
 
 from hermitcrab.servers.browser import Session, build_server
-from tests.servers.browser.browser_results import needs_chromium, ref_of, text_of
+from tests.support.browser import needs_chromium, ref_of, text_of
 
 pytestmark = needs_chromium
 

@@ -13,8 +13,8 @@ from mcp import Client
 
 from hermitcrab.servers.memory.embed import make_embedder
 from tests.servers.memory.conftest import MemoryServer
-from tests.servers.memory.test_memory_tools import call, error_of, search
 from tests.support.fake_llm import free_port
+from tests.support.tools import call, error_of, search
 
 HUGE = 10_000_000
 

@@ -10,7 +10,7 @@ from mcp import Client
 from hermitcrab.servers.memory.embed import Embedder
 from hermitcrab.servers.memory.ranking import RankSettings
 from tests.servers.memory.conftest import MemoryServer
-from tests.servers.memory.test_memory_tools import search
+from tests.support.tools import search
 
 RESULT_CHARS = RankSettings().result_chars
 WORDS = ("garden", "recipe", "budget", "travel", "laptop", "meeting", "weather", "novel", "museum", "coffee")

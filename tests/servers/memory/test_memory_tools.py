@@ -7,7 +7,6 @@ import os
 import shutil
 import socket
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -15,14 +14,7 @@ from mcp import Client
 
 from hermitcrab.servers.memory.embed import Embedder
 from tests.servers.memory.conftest import MemoryServer
-from tests.support.tools import call, error_of
-
-
-async def search(client: Client, query: str, **options: Any) -> list[dict[str, Any]]:
-    result = await client.call_tool("memory_search", {"query": query, **options})
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content["results"]
+from tests.support.tools import call, error_of, search
 
 
 async def test_search_finds_a_note_under_its_date(memory_server: MemoryServer):
