@@ -33,7 +33,7 @@ from hermitcrab.host.session.transcript import SessionStore  # noqa: E402
 from hermitcrab.host.turn.agent import Agent  # noqa: E402
 from hermitcrab.servers.memory.embed import make_embedder  # noqa: E402
 from hermitcrab.servers.memory.server import build_server as memory_server  # noqa: E402
-from tests.support.channels import SilentChannel  # noqa: E402
+from tests.support.channels import RecordingChannel  # noqa: E402
 from tests.support.fake_llm import (  # noqa: E402
     FakeLLM,
     fake_llm_env,
@@ -82,7 +82,9 @@ async def whole_turns(turns: int, home: Path) -> list[float]:
     samples = []
     async with McpPool(settings.servers) as pool:
         gateway = Gateway(
-            Agent(settings, provider, pool, SessionStore(home / "sessions")), {"test": SilentChannel()}, ask_timeout_s=1
+            Agent(settings, provider, pool, SessionStore(home / "sessions")),
+            {"test": RecordingChannel()},
+            ask_timeout_s=1,
         )
         for index in range(turns):
             start = time.perf_counter()

@@ -10,7 +10,7 @@ import pytest
 
 from hermitcrab.host.config import AgentSettings, ServerConfig, Settings
 from hermitcrab.host.events import OWNER, Event, Target
-from tests.support.channels import AnsweringChannel, run_turn_with_servers
+from tests.support.channels import RecordingChannel, run_turn_with_servers
 from tests.support.fake_llm import openai_text, openai_tool_calls
 from tests.support.scripted_provider import ScriptedProvider
 
@@ -42,11 +42,11 @@ async def test_a_command_off_the_allowlist_is_approved_or_denied_by_the_user(tmp
     command = "touch approved.txt"
     provider = ScriptedProvider().call(("x1", "exec", {"command": command})).say("done")
     settings = Settings(tmp_path, (), (exec_server(root, tmp_path / "state"),), AgentSettings())
-    channel = AnsweringChannel(decision, trigger="wants to run a shell command")
+    channel = RecordingChannel(answer=decision, trigger="wants to run a shell command")
 
     await run_turn_with_servers(settings, provider, channel, Event("message", "make the file", ROOM, principal=OWNER))
 
-    question = channel.sent[0]
+    question = channel.texts[0]
     assert command in question and "- allow-once" in question and "- deny" in question
     assert (root / "approved.txt").exists() is ran
     result = provider.seen[1]["messages"][-1]

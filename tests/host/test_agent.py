@@ -15,7 +15,7 @@ from hermitcrab.host.gateway.gateway import Gateway
 from hermitcrab.host.mcp.pool import McpPool
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
-from tests.support.channels import AnsweringChannel, SilentChannel, run_turn_with_servers
+from tests.support.channels import RecordingChannel, run_turn_with_servers
 from tests.support.scripted_provider import ScriptedProvider
 
 TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
@@ -30,7 +30,7 @@ async def test_a_server_killed_between_two_turns_is_restarted(tmp_path: Path):
     async with McpPool(settings.servers) as pool:
         gateway = Gateway(
             Agent(settings, provider, pool, SessionStore(tmp_path / "sessions")),
-            {"test": SilentChannel()},
+            {"test": RecordingChannel()},
             ask_timeout_s=1,
         )
         await gateway.process(Event("message", "turn one", ROOM, principal=OWNER))
@@ -53,7 +53,7 @@ async def test_system_prompt_carries_runtime_facts(tmp_path: Path):
 
     alice = Target("test", "room", "alice")
 
-    await Gateway(agent, {"test": SilentChannel()}, ask_timeout_s=1).process(
+    await Gateway(agent, {"test": RecordingChannel()}, ask_timeout_s=1).process(
         Event("message", "hi", alice, principal=OWNER)
     )
 
@@ -67,12 +67,12 @@ async def test_server_elicitation_is_asked_in_the_conversation_that_called_the_t
     provider = ScriptedProvider().call(("g", "guarded", {"action": "deploy"})).say("deployed")
     kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
     settings = Settings(home=tmp_path, providers=(), servers=(kit,), agent=AgentSettings())
-    room = AnsweringChannel("allow-always")
+    room = RecordingChannel(answer="allow-always")
 
     await run_turn_with_servers(settings, provider, room, Event("message", "ship it", ROOM, principal=OWNER))
 
-    origin, question = room.sent[0].split("\n", 1)
+    origin, question = room.texts[0].split("\n", 1)
     assert origin == "For the owner, in session 'main':"  # every approval names whom and which session it is for
     assert question.startswith("The kit server asks:\n```\nAllow deploy?\n```") and "- allow-always" in question
     assert provider.seen[1]["messages"][-1].content == "deploy: allow-always"
-    assert room.sent[-1] == "deployed"
+    assert room.texts[-1] == "deployed"

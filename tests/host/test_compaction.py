@@ -12,7 +12,7 @@ from hermitcrab.host.session.transcript import SUMMARY_HEADER, SessionStore
 from hermitcrab.host.turn.agent import Agent
 from hermitcrab.host.turn.compaction import Budget, compact
 from hermitcrab.host.turn.loop import run_turn
-from tests.support.channels import SilentChannel
+from tests.support.channels import RecordingChannel
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.toolboxes import Toolbox
 
@@ -118,7 +118,9 @@ async def test_compact_command_reports_what_it_did(tmp_path: Path):
     provider = ScriptedProvider().say("summary")
     settings = Settings(tmp_path, (), (), AgentSettings(keep_recent_tokens=100))
     gateway = Gateway(
-        Agent(settings, provider, None, SessionStore(tmp_path / "sessions")), {"test": SilentChannel()}, ask_timeout_s=1
+        Agent(settings, provider, None, SessionStore(tmp_path / "sessions")),
+        {"test": RecordingChannel()},
+        ask_timeout_s=1,
     )
 
     first = await gateway.process(Event("message", "/compact", Target("test", "room"), principal=OWNER))
@@ -133,7 +135,7 @@ async def test_status_after_a_restart_counts_every_model_call_including_compacti
     settings = Settings(home=home, providers=(), servers=(), agent=AgentSettings())
     provider = ScriptedProvider().say("first answer").say("second answer").say("- summary").say("third answer")
     store = SessionStore(settings.state / "sessions")
-    gateway = Gateway(Agent(settings, provider, None, store), {"test": SilentChannel()}, ask_timeout_s=1)
+    gateway = Gateway(Agent(settings, provider, None, store), {"test": RecordingChannel()}, ask_timeout_s=1)
     room = Target("test", "room")
 
     await gateway.process(Event("message", f"first {LONG}", room, principal=OWNER))
@@ -142,7 +144,7 @@ async def test_status_after_a_restart_counts_every_model_call_including_compacti
     await gateway.process(Event("message", "third", room, principal=OWNER))
     before = await gateway.process(Event("message", "/status", room, principal=OWNER))
     restarted = Agent(settings, ScriptedProvider(), None, SessionStore(settings.state / "sessions"))
-    after = await Gateway(restarted, {"test": SilentChannel()}, ask_timeout_s=1).process(
+    after = await Gateway(restarted, {"test": RecordingChannel()}, ask_timeout_s=1).process(
         Event("message", "/status", room, principal=OWNER)
     )
 

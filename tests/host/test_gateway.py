@@ -216,22 +216,10 @@ async def test_only_the_user_who_was_asked_can_answer(tmp_path: Path, channel: R
     )
 
 
-class PromptingChannel(RecordingChannel):
-    """A channel with its own prompt (like the CLI's stdin): records how many prompts were open at once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.open = 0
-        self.most_open = 0
-        self.asked: list[str] = []
-
-    async def ask(self, target: Target, question: str, choices: object = None) -> str | None:
-        self.open += 1
-        self.most_open = max(self.most_open, self.open)
-        self.asked.append(question)
-        await anyio.sleep(0.05)
-        self.open -= 1
-        return f"answer to {question}"
+async def slow_answer(question: str) -> str:
+    """A channel's own prompt (like the CLI's stdin) that stays open a moment, then answers."""
+    await anyio.sleep(0.05)
+    return f"answer to {question}"
 
 
 async def test_a_channels_own_prompt_is_never_open_twice_at_once(tmp_path: Path):
@@ -240,12 +228,12 @@ async def test_a_channels_own_prompt_is_never_open_twice_at_once(tmp_path: Path)
         .call(("q1", "ask_user", {"question": "first?"}), ("q2", "ask_user", {"question": "second?"}))
         .say("ok")
     )
-    channel = PromptingChannel()
+    channel = RecordingChannel(prompt=slow_answer)
     gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=5)
 
     await gateway.process(Event("message", "go", ROOM, principal=OWNER))
 
-    assert channel.most_open == 1 and channel.asked == ["first?", "second?"]
+    assert channel.most_open == 1 and channel.prompts == ["first?", "second?"]
     answers = {m.tool_call_id: m.content for m in provider.seen[1]["messages"] if m.role == "tool"}
     assert answers == {"q1": "answer to first?", "q2": "answer to second?"}
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -15,45 +15,20 @@ from hermitcrab.host.gateway.last_target import LastTarget
 from hermitcrab.host.session.routing import DmScope
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
+from tests.support.channels import RecordingChannel, button
 from tests.support.scripted_provider import ScriptedProvider
 
 ROOM = Target("im", "room-1", "alice", reply_to="m-1")
 
 
-class PromptingChannel:
-    """Shows questions with its own prompt, which answers `button` unless it is None (then it waits forever)."""
-
-    name = "im"
-
-    def __init__(self, button: str | None) -> None:
-        self.button = button
-        self.sent: list[str] = []
-        self.prompts: list[str] = []
-        self.withdrawn = 0
-        self.idle_after: list[str] = []
-
-    async def send(self, target: Target, text: str) -> None:
-        self.sent.append(text)
-
-    async def typing(self, target: Target) -> None:
-        return None
-
-    async def idle(self, target: Target) -> None:
-        self.idle_after.append(target.conversation)
-
-    async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
-        self.prompts.append(question)
-        try:
-            if self.button is None:
-                await anyio.sleep_forever()
-            return self.button
-        except anyio.get_cancelled_exc_class():
-            self.withdrawn += 1
-            raise
+def prompting(answer: str | None) -> RecordingChannel:
+    """An IM channel that shows questions with its own prompt, which answers `answer` unless it is None (then it
+    waits until withdrawn), and takes its typing sign down after each turn."""
+    return RecordingChannel("im", prompt=button(answer), idles=True)
 
 
 def gateway(
-    tmp_path: Path, provider: ScriptedProvider, channel: PromptingChannel, dm_scope: DmScope = "main"
+    tmp_path: Path, provider: ScriptedProvider, channel: RecordingChannel, dm_scope: DmScope = "main"
 ) -> Gateway:
     agent = Agent(Settings(tmp_path, (), ()), provider, None, SessionStore(tmp_path / "sessions"))
     return Gateway(agent, {"im": channel}, ask_timeout_s=5, dm_scope=dm_scope)
@@ -66,7 +41,7 @@ async def wait_until(condition: Callable[[], object]) -> None:
 
 
 async def test_a_chat_message_goes_to_the_session_the_rule_names(tmp_path: Path):
-    channel = PromptingChannel("x")
+    channel = prompting("x")
     gw = gateway(tmp_path, ScriptedProvider().say("hi dm").say("hi group"), channel, dm_scope="per-peer")
 
     async with anyio.create_task_group() as group:
@@ -83,7 +58,7 @@ async def test_a_chat_message_goes_to_the_session_the_rule_names(tmp_path: Path)
 async def test_only_direct_conversations_become_the_last_conversation(tmp_path: Path):
     last = LastTarget(tmp_path / "last_target.json")
     agent = Agent(Settings(tmp_path, (), ()), ScriptedProvider().say("a").say("b"), None, SessionStore(tmp_path / "s"))
-    gw = Gateway(agent, {"im": PromptingChannel("x")}, ask_timeout_s=5, last_target=last)
+    gw = Gateway(agent, {"im": prompting("x")}, ask_timeout_s=5, last_target=last)
 
     await gw.process(Event("message", "in private", Target("im", "dm-1", "alice"), chat="direct", principal=OWNER))
     await gw.process(Event("message", "in public", Target("im", "general", "alice"), chat="group", principal=OWNER))
@@ -92,17 +67,17 @@ async def test_only_direct_conversations_become_the_last_conversation(tmp_path: 
 
 
 async def test_the_channels_prompt_answers_a_question(tmp_path: Path):
-    channel = PromptingChannel("tea")
+    channel = prompting("tea")
     provider = ScriptedProvider().call(("q", "ask_user", {"question": "Tea?", "choices": ["tea", "coffee"]})).say("ok")
 
     reply = await gateway(tmp_path, provider, channel).process(Event("message", "drink?", ROOM, principal=OWNER))
 
-    assert reply == "ok" and channel.prompts == ["Tea?"] and channel.sent == ["ok"]
+    assert reply == "ok" and channel.prompts == ["Tea?"] and channel.texts == ["ok"]
     assert provider.seen[1]["messages"][-1].content == "tea"
 
 
 async def test_a_typed_answer_wins_over_the_prompt_which_is_withdrawn(tmp_path: Path):
-    channel = PromptingChannel(None)
+    channel = prompting(None)
     provider = ScriptedProvider().call(("q", "ask_user", {"question": "Name?"})).say("thanks").say("hi bob")
     gw = gateway(tmp_path, provider, channel)
 
@@ -112,7 +87,7 @@ async def test_a_typed_answer_wins_over_the_prompt_which_is_withdrawn(tmp_path: 
         await wait_until(lambda: channel.prompts)
         await gw.submit(Event("message", "bob is not asked", Target("im", "room-1", "bob")))
         await gw.submit(Event("message", "Alice", ROOM, principal=OWNER))
-        await wait_until(lambda: "thanks" in channel.sent)
+        await wait_until(lambda: "thanks" in channel.texts)
         group.cancel_scope.cancel()
 
     assert channel.withdrawn == 1

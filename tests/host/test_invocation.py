@@ -12,23 +12,13 @@ from hermitcrab.host.gateway.gateway import Gateway
 from hermitcrab.host.mcp.pool import McpPool
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
-from tests.support.channels import SilentChannel
+from tests.support.channels import RecordingChannel
 from tests.support.scripted_provider import ScriptedProvider
 
 TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
 ROOM = Target("test", "room", "alice")
-
-
-class PhoneChannel(SilentChannel):
-    """A test IM channel that says what it can show, as Discord does."""
-
-    display = "a tiny test screen: 20 characters"
-
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-
-    async def send(self, target: Target, text: str) -> None:
-        self.sent.append(text)
+PHONE = "a tiny test screen: 20 characters"
+"""What the test IM channel says it can show, as Discord does."""
 
 
 def make_settings(tmp_path: Path, *servers: ServerConfig) -> Settings:
@@ -41,8 +31,10 @@ def make_settings(tmp_path: Path, *servers: ServerConfig) -> Settings:
     return settings
 
 
-async def process(settings: Settings, provider: ScriptedProvider, pool: McpPool | None, event: Event) -> PhoneChannel:
-    channel = PhoneChannel()
+async def process(
+    settings: Settings, provider: ScriptedProvider, pool: McpPool | None, event: Event
+) -> RecordingChannel:
+    channel = RecordingChannel(display=PHONE)
     agent = Agent(settings, provider, pool, SessionStore(settings.home / "sessions"))
     await Gateway(agent, {"test": channel}, ask_timeout_s=1).process(event)
     return channel
@@ -58,7 +50,7 @@ async def test_a_skill_command_runs_a_turn_on_the_skills_body_with_the_arguments
     assert "Write a two-line greeting for Bob." in message and '"greet"' in message
     assert "- greet: Greet someone warmly." in provider.seen[0]["system"]
     assert "skill" in provider.seen[0]["tools"]
-    assert channel.sent == ["Hello Bob!"]
+    assert channel.texts == ["Hello Bob!"]
 
 
 async def test_an_unknown_slash_word_is_an_ordinary_message(tmp_path: Path):
@@ -85,9 +77,9 @@ async def test_a_server_prompt_runs_as_a_command_with_its_arguments(tmp_path: Pa
 
     assert provider.seen[0]["messages"][-1].content == "Review app.py, looking for style."
     assert len(provider.seen) == 1  # neither the usage error nor /skills called the model
-    assert missing.sent == ["Missing path. Usage: /kit:review path=... [focus=...]"]
-    assert "- greet: Greet someone warmly. [/greet]" in listed.sent[0]
-    assert "- /kit:review path=... [focus=...]: Review a file" in listed.sent[0]
+    assert missing.texts == ["Missing path. Usage: /kit:review path=... [focus=...]"]
+    assert "- greet: Greet someone warmly. [/greet]" in listed.texts[0]
+    assert "- /kit:review path=... [focus=...]: Review a file" in listed.texts[0]
 
 
 async def test_a_fork_skill_is_handed_to_the_spawn_server(tmp_path: Path):
@@ -106,14 +98,14 @@ async def test_a_fork_skill_is_handed_to_the_spawn_server(tmp_path: Path):
         channel = await process(settings, provider, pool, Event("message", "/research tides", ROOM, principal=OWNER))
 
     assert provider.seen == []
-    assert channel.sent[0].startswith("Started the skill research as a sub-agent (run ")
+    assert channel.texts[0].startswith("Started the skill research as a sub-agent (run ")
 
 
 async def test_the_runtime_facts_say_what_the_channel_can_show(tmp_path: Path):
     settings = make_settings(tmp_path)
     provider = ScriptedProvider().say("a").say("b")
     agent = Agent(settings, provider, None, SessionStore(tmp_path / "sessions"))
-    gateway = Gateway(agent, {"terminal": TerminalChannel(), "test": PhoneChannel()}, ask_timeout_s=1)
+    gateway = Gateway(agent, {"terminal": TerminalChannel(), "test": RecordingChannel(display=PHONE)}, ask_timeout_s=1)
 
     await gateway.process(Event("message", "hi", TERMINAL, principal=OWNER))
     await gateway.process(Event("message", "hi", ROOM, session_key="room", principal=OWNER))
@@ -133,4 +125,4 @@ async def test_a_fork_skill_runs_in_the_conversation_when_no_spawn_server_is_the
     channel = await process(settings, provider, None, Event("message", "/research tides", ROOM, principal=OWNER))
 
     assert "Dig into it.\n\nArguments: tides" in provider.seen[0]["messages"][-1].content
-    assert channel.sent == ["dug"]
+    assert channel.texts == ["dug"]

@@ -11,7 +11,7 @@ from hermitcrab.host.config import AgentSettings, ServerConfig, Settings, load_s
 from hermitcrab.host.errors import ConfigError
 from hermitcrab.host.events import OWNER, Event, Target, person
 from hermitcrab.host.trust.policy import DEFAULT_POLICIES, ToolPolicy
-from tests.support.channels import AnsweringChannel, run_turn_with_servers
+from tests.support.channels import RecordingChannel, run_turn_with_servers
 from tests.support.fences import fenced
 from tests.support.scripted_provider import ScriptedProvider
 
@@ -64,7 +64,7 @@ async def test_a_tool_outside_the_policy_is_not_offered_and_a_call_to_it_anyway_
     member = person("group", "test", "bob")
 
     await run_turn_with_servers(
-        settings, provider, AnsweringChannel(""), Event("message", "sum", ROOM, principal=member)
+        settings, provider, RecordingChannel(answer=""), Event("message", "sum", ROOM, principal=member)
     )
 
     assert "add" not in provider.seen[0]["tools"] and "echo" in provider.seen[0]["tools"]
@@ -79,7 +79,7 @@ async def test_the_owner_gets_every_tool(tmp_path: Path):
     settings = Settings(home=tmp_path, providers=(), servers=(kit,), agent=AgentSettings())
 
     await run_turn_with_servers(
-        settings, provider, AnsweringChannel(""), Event("message", "sum", ROOM, principal=OWNER)
+        settings, provider, RecordingChannel(answer=""), Event("message", "sum", ROOM, principal=OWNER)
     )
 
     assert {"add", "echo", "hang"} <= set(provider.seen[0]["tools"])
@@ -92,7 +92,9 @@ async def test_a_result_the_server_marks_as_others_content_reaches_the_model_fen
     kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
     settings = Settings(home=tmp_path, providers=(), servers=(kit,), agent=AgentSettings())
 
-    await run_turn_with_servers(settings, provider, AnsweringChannel(""), Event("message", "go", ROOM, principal=OWNER))
+    await run_turn_with_servers(
+        settings, provider, RecordingChannel(answer=""), Event("message", "go", ROOM, principal=OWNER)
+    )
 
     results = {m.tool_call_id: m.content for m in provider.seen[1]["messages"] if m.role == "tool"}
     assert fenced(results["h"]) == ("the kit server, which marked it as others' content", page)
@@ -104,7 +106,7 @@ async def test_a_job_for_a_conversation_no_channel_can_take_is_refused_before_th
     provider = ScriptedProvider().call(("q", "queue_push", {"item": job})).say("ok")
     kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
     settings = Settings(home=tmp_path, providers=(), servers=(kit,), agent=AgentSettings())
-    room = AnsweringChannel("")
+    room = RecordingChannel(answer="")
     room.check_conversation = lambda to: None if to.startswith("room") else f"delivery.to: {to!r} is no room"
 
     await run_turn_with_servers(settings, provider, room, Event("message", "go", ROOM, principal=OWNER))

@@ -129,14 +129,10 @@ async def test_an_item_already_in_the_transcript_is_acknowledged_without_a_turn(
     assert state["acked"] == ["job-1:run-1"] and provider.seen == []
 
 
-class BrokenChannel(RecordingChannel):
-    async def send(self, target: Target, text: str) -> None:
-        raise ConnectionError("the IM is down")
-
-
 async def test_an_item_whose_reply_was_not_delivered_stays_queued(tmp_path: Path):
     provider = ScriptedProvider().say("Stretch now.")
-    async with host(tmp_path, provider, BrokenChannel()) as (pool, gateway):
+    down = RecordingChannel(fail=lambda _: ConnectionError("the IM is down"))
+    async with host(tmp_path, provider, down) as (pool, gateway):
         await pool.call("queue_push", {"item": {"id": "job-1:run-1", "text": "remind: stretch"}})
         with anyio.fail_after(10):
             while gateway.failures == 0:
@@ -225,20 +221,16 @@ async def test_an_origin_that_breaks_the_contract_gets_the_fewest_rights_not_the
     assert provider.seen[1]["messages"][-1].content == "[event from kit]\nwater"  # the owner's own job: not fenced
 
 
-class BrokenConversation(RecordingChannel):
-    """A channel whose one conversation `gone` can never be delivered to (a deleted Discord channel)."""
-
-    async def send(self, target: Target, text: str) -> None:
-        if target.conversation == "gone":
-            raise LookupError("Unknown Channel")
-        await super().send(target, text)
+def gone_is_deleted(target: Target) -> Exception | None:
+    """The one conversation, `gone`, that can never be delivered to (a deleted Discord channel)."""
+    return LookupError("Unknown Channel") if target.conversation == "gone" else None
 
 
 async def test_an_item_that_keeps_failing_is_tried_three_times_with_waits_then_set_aside_and_acknowledged(
     tmp_path: Path,
 ):
     provider = ScriptedProvider().say("one").say("two").say("three").say("never")
-    channel = BrokenConversation()
+    channel = RecordingChannel(fail=gone_is_deleted)
     retries = Retries(tmp_path / "state", max_attempts=3, first_wait_s=0.05)
     retries.announce = owner_announcer(channel.send, lambda: MAIN)
     item = {"id": "job-1:run-1", "text": "remind me", "kind": "cron", "delivery": {"channel": "test", "to": "gone"}}

@@ -7,9 +7,9 @@ import json
 import statistics
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -22,6 +22,7 @@ from hermitcrab.host.mcp.pool import McpPool, ServerEvent
 from hermitcrab.host.providers import Completion, Message, ToolCall, ToolSpec, Usage
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
+from tests.support.channels import RecordingChannel
 
 
 class EchoProvider:
@@ -38,23 +39,6 @@ class EchoProvider:
         else:
             reply = Message("assistant", f"re: {user}")
         return Completion(reply, Usage(10, 1), model="echo", provider=self.label)
-
-
-@dataclass
-class RecordingChannel:
-    """Keeps every reply by conversation, in arrival order, and the time each turn took (typing to reply)."""
-
-    name: str = "load"
-    replies: defaultdict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    started: dict[str, float] = field(default_factory=dict)
-    turn_s: list[float] = field(default_factory=list)
-
-    async def send(self, target: Target, text: str) -> None:
-        self.replies[target.conversation].append(text)
-        self.turn_s.append(time.perf_counter() - self.started.pop(target.conversation))
-
-    async def typing(self, target: Target) -> None:
-        self.started[target.conversation] = time.perf_counter()
 
 
 @dataclass
@@ -83,7 +67,7 @@ def _p(samples: list[float], q: float) -> float:
 async def sessions_at_once(home: Path, sessions: int, messages: int) -> LoadResult:
     """`sessions` conversations each sending `messages` at once (each turn: a memory_append over stdio, a reply)."""
     settings = Settings(home=home, providers=(), servers=(_memory(home),), agent=AgentSettings())
-    channel = RecordingChannel()
+    channel = RecordingChannel("load")  # every reply by conversation, and each turn's time from typing to reply
     async with McpPool(settings.servers) as pool, anyio.create_task_group() as group:
         agent = Agent(settings, EchoProvider(), pool, SessionStore(home / "sessions"))
         gateway = Gateway(agent, {channel.name: channel}, ask_timeout_s=1)
@@ -134,7 +118,7 @@ async def queued_events(home: Path, items: int) -> QueueResult:
         "cron", command=sys.executable, args=("-m", "hermitcrab.servers.cron", "--state", str(home / "cron"))
     )
     settings = Settings(home=home, providers=(), servers=(cron,), agent=AgentSettings())
-    channel = RecordingChannel()
+    channel = RecordingChannel("load")  # every reply by conversation, and each turn's time from typing to reply
     ids: Counter[str] = Counter()
     send, receive = anyio.create_memory_object_stream[ServerEvent](10_000)
     async with McpPool([cron], on_event=send.send) as pool, anyio.create_task_group() as group:
