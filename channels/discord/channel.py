@@ -28,6 +28,7 @@ from discord.http import Route
 
 from hermitcrab.channels.pairing import Issued, Refused
 from hermitcrab.host.events import ChatType, Event, Target
+from hermitcrab.util.retry import Backoff, retrying
 
 from .access import Access, Where
 from .attachments import describe
@@ -53,6 +54,7 @@ TYPING_EVERY_S = 8.0
 TYPING_MAX_S = 600.0
 SEEN_MESSAGES = 2000
 RECONNECT_S = 5.0
+LOGIN_BACKOFF = Backoff(attempts=None, first_s=1.0, max_s=60.0)
 TOKEN_HELP = "check [discord] token or DISCORD_TOKEN"
 INTENT_HELP = (
     "Discord refused the connection: turn on the Message Content Intent (Developer Portal → your application → "
@@ -147,17 +149,16 @@ class DiscordChannel:
         return conversation_problem(to)
 
     async def _login(self) -> None:
-        delay = 1.0
-        while True:
-            try:
-                await self.client.login(self._token)
-                return
-            except discord.LoginFailure as exc:
-                raise LoginRefused(f"Discord refused the bot token ({exc}); {TOKEN_HELP}") from None
-            except (discord.HTTPException, OSError) as exc:
-                logger.warning("discord: cannot log in (%s); trying again in %g s", exc, delay)
-                await anyio.sleep(delay)
-                delay = min(delay * 2, 60.0)
+        try:
+            await retrying(
+                "discord: logging in",
+                lambda: self.client.login(self._token),
+                (discord.HTTPException, OSError),
+                LOGIN_BACKOFF,
+                level=logging.WARNING,
+            )
+        except discord.LoginFailure as exc:
+            raise LoginRefused(f"Discord refused the bot token ({exc}); {TOKEN_HELP}") from None
 
     # --- the host's side: Channel ---
 

@@ -12,17 +12,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import discord
 
 from hermitcrab.host.events import Target
+from hermitcrab.util.retry import Backoff, retrying
 
 from .split import split_message
 
 logger = logging.getLogger(__name__)
 
-SEND_ATTEMPTS = 3
-BACKOFF_S = 0.5
+SEND_BACKOFF = Backoff(attempts=3, first_s=0.5)
 
 
 class DeliveryFailed(Exception):
@@ -98,19 +97,16 @@ class _Part:
 
 async def _send(part: _Part, text: str, view: discord.ui.View | None) -> discord.Message:
     """One message, tried again with backoff on a missing permission or a network error."""
-    for tries in range(1, SEND_ATTEMPTS + 1):
-        try:
-            return await part.send(text, view)
-        except discord.Forbidden as exc:
-            failure = f"missing permission: {exc.text or exc.status}"
-        except discord.HTTPException as exc:
-            raise DeliveryFailed(f"HTTP {exc.status}: {exc.text}"[:200]) from exc
-        except (OSError, TimeoutError) as exc:
-            failure = f"network error: {exc}"
-        if tries == SEND_ATTEMPTS:
-            raise DeliveryFailed(failure[:200])
-        await anyio.sleep(BACKOFF_S * 2 ** (tries - 1))
-    raise AssertionError("unreachable")
+    try:
+        return await retrying(
+            "a Discord send", lambda: part.send(text, view), (discord.Forbidden, OSError, TimeoutError), SEND_BACKOFF
+        )
+    except discord.Forbidden as exc:
+        raise DeliveryFailed(f"missing permission: {exc.text or exc.status}"[:200]) from exc
+    except discord.HTTPException as exc:
+        raise DeliveryFailed(f"HTTP {exc.status}: {exc.text}"[:200]) from exc
+    except (OSError, TimeoutError) as exc:
+        raise DeliveryFailed(f"network error: {exc}"[:200]) from exc
 
 
 def _reference(target: Target) -> discord.MessageReference | None:

@@ -3,28 +3,23 @@
 from __future__ import annotations
 
 import email.utils
-import logging
-import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, cast
 
-import anyio
 import httpx
+
+from hermitcrab.util.retry import Backoff, retrying
 
 from ..config import ProviderProfile
 from ..errors import ContextOverflowError, ProviderError, RetryableProviderError
-
-logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 MAX_RETRY_AFTER_S = 60.0
 CONTEXT_OVERFLOW = re.compile(
     r"context.{0,20}(length|window|limit)|too many tokens|prompt is too long|maximum context", re.I
 )
-
-Sleep = Callable[[float], Awaitable[None]]
 
 
 async def post_json(
@@ -36,20 +31,14 @@ async def post_json(
     timeout_s: float,
     max_retries: int,
     base_delay_s: float = 0.5,
-    sleep: Sleep = anyio.sleep,
 ) -> dict[str, Any]:
     """Return the decoded JSON body; retry transient failures, then raise a ProviderError."""
-    attempt = 0
-    while True:
-        try:
-            return await _post_once(client, url, payload, headers, timeout_s)
-        except RetryableProviderError as exc:
-            if attempt >= max_retries:
-                raise
-            delay = backoff_delay(attempt, base_delay_s, exc.retry_after)
-            logger.info("retrying %s in %.2fs after: %s", url, delay, exc)
-            attempt += 1
-            await sleep(delay)
+    return await retrying(
+        f"POST {url}",
+        lambda: _post_once(client, url, payload, headers, timeout_s),
+        retry_wait,
+        backoff(max_retries, base_delay_s),
+    )
 
 
 class HttpProvider:
@@ -71,12 +60,17 @@ class HttpProvider:
         )
 
 
-def backoff_delay(attempt: int, base_delay_s: float, retry_after: float | None) -> float:
-    """Honour the server's Retry-After; otherwise exponential backoff with full jitter."""
-    if retry_after is not None:
-        return min(retry_after, MAX_RETRY_AFTER_S)
-    ceiling = base_delay_s * (2**attempt)
-    return ceiling / 2 + random.uniform(0, ceiling / 2)
+def backoff(max_retries: int, base_delay_s: float) -> Backoff:
+    """Exponential backoff with jitter: the wait after the n-th failure lies between half of `base_delay_s * 2**(n-1)`
+    and all of it."""
+    return Backoff(attempts=max_retries + 1, first_s=base_delay_s / 2, jitter_s=base_delay_s / 2)
+
+
+def retry_wait(error: Exception) -> bool | float:
+    """Transient failures are tried again, after the server's Retry-After (capped) when it sent one."""
+    if not isinstance(error, RetryableProviderError):
+        return False
+    return True if error.retry_after is None else min(error.retry_after, MAX_RETRY_AFTER_S)
 
 
 async def _post_once(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Literal
@@ -14,6 +13,7 @@ from playwright.async_api import Error as PlaywrightError
 from pydantic import Field
 
 from hermitcrab.servers._common.arguments import shorten
+from hermitcrab.util.retry import Backoff, retrying
 
 from .limits import MAX_ELEMENT_CHARS, MAX_FILENAME_CHARS, MAX_REF_CHARS
 from .outputs import output_path
@@ -23,20 +23,17 @@ from .tab import Tab
 _READ_ONLY = ToolAnnotations(read_only_hint=True)
 _STATIC_TYPES = frozenset({"image", "stylesheet", "font", "media", "script", "manifest", "texttrack"})
 _MAX_LOG_LINES = 200
-_CAPTURE_ATTEMPTS = 3
+_CAPTURE_BACKOFF = Backoff(attempts=3, first_s=0.1)
 
 
 async def _capture(take: Callable[[], Awaitable[bytes]]) -> bytes:
     """Chromium now and then refuses one capture ("Unable to capture screenshot") and takes the same picture a moment
     later, so that refusal is retried instead of reported."""
-    for attempt in range(1, _CAPTURE_ATTEMPTS):
-        try:
-            return await take()
-        except PlaywrightError as error:
-            if "Unable to capture screenshot" not in error.message:
-                raise
-            await asyncio.sleep(0.1 * attempt)
-    return await take()
+    return await retrying("a capture", take, _refused_capture, _CAPTURE_BACKOFF)
+
+
+def _refused_capture(error: Exception) -> bool:
+    return isinstance(error, PlaywrightError) and "Unable to capture screenshot" in error.message
 
 
 def register(server: MCPServer, runner: Runner) -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import httpx
 import pytest
+import stamina
+from stamina.instrumentation import RetryDetails, set_on_retry_hooks
 
 from hermitcrab.host.errors import ProviderError, RetryableProviderError
-from hermitcrab.host.providers._http import backoff_delay, parse_retry_after, post_json
+from hermitcrab.host.providers._http import parse_retry_after, post_json, retry_wait
 
 
 def transport(*responses: httpx.Response | Exception) -> tuple[httpx.AsyncClient, list[httpx.Request]]:
@@ -23,41 +27,48 @@ def transport(*responses: httpx.Response | Exception) -> tuple[httpx.AsyncClient
     return httpx.AsyncClient(transport=httpx.MockTransport(handle)), seen
 
 
-def recording_sleep(delays: list[float]):
-    """A sleep that returns at once and records how long it was asked to wait."""
+@pytest.fixture
+def delays() -> Iterator[list[float]]:
+    """How long each retry waited, as stamina's retry hook reports it."""
+    waited: list[float] = []
 
-    async def sleep(seconds: float) -> None:
-        delays.append(seconds)
+    def record(details: RetryDetails) -> None:
+        waited.append(details.wait_for)
 
-    return sleep
+    set_on_retry_hooks([record])
+    yield waited
+    set_on_retry_hooks(())
 
 
-async def test_retries_429_and_5xx_then_succeeds():
-    client, seen = transport(
-        httpx.Response(429, json={"error": {"message": "slow down"}}, headers={"Retry-After": "7"}),
-        httpx.Response(503, text="unavailable"),
-        httpx.Response(200, json={"ok": True}),
-    )
-    delays: list[float] = []
+@pytest.fixture
+def no_waiting() -> Iterator[None]:
+    """Every try made, none of the waits between them waited."""
+    with stamina.set_testing(True, attempts=100, cap=True):
+        yield
 
-    body = await post_json(
-        client, "http://llm/x", {}, headers={}, timeout_s=5, max_retries=3, sleep=recording_sleep(delays)
-    )
+
+async def test_retries_429_and_5xx_then_succeeds(no_waiting: None):
+    too_fast = httpx.Response(429, json={"error": {"message": "slow down"}}, headers={"Retry-After": "7"})
+    client, seen = transport(too_fast, httpx.Response(503, text="unavailable"), httpx.Response(200, json={"ok": True}))
+
+    body = await post_json(client, "http://llm/x", {}, headers={}, timeout_s=5, max_retries=3)
 
     assert body == {"ok": True}
     assert len(seen) == 3
-    assert delays[0] == 7.0
-    assert 0.5 <= delays[1] <= 1.0
+    retry_after = parse_retry_after(too_fast.headers["Retry-After"])
+    assert retry_wait(RetryableProviderError("HTTP 429", status=429, retry_after=retry_after)) == 7.0
+    assert retry_wait(RetryableProviderError("HTTP 503", status=503)) is True  # the backoff's wait, below
 
 
-async def test_timeouts_are_retried_and_then_raised():
+def test_retry_after_is_capped_at_a_minute():
+    assert retry_wait(RetryableProviderError("HTTP 429", status=429, retry_after=3600.0)) == 60.0
+
+
+async def test_timeouts_are_retried_and_then_raised(no_waiting: None, delays: list[float]):
     client, seen = transport(*(httpx.ReadTimeout("slow") for _ in range(3)))
-    delays: list[float] = []
 
     with pytest.raises(RetryableProviderError, match="timed out"):
-        await post_json(
-            client, "http://llm/x", {}, headers={}, timeout_s=1, max_retries=2, sleep=recording_sleep(delays)
-        )
+        await post_json(client, "http://llm/x", {}, headers={}, timeout_s=1, max_retries=2)
     assert len(seen) == 3 and len(delays) == 2
 
 
@@ -70,10 +81,16 @@ async def test_client_errors_are_not_retried():
     assert len(seen) == 1
 
 
-def test_backoff_grows_exponentially_with_jitter():
-    for attempt in range(5):
-        ceiling = 0.5 * 2**attempt
-        assert ceiling / 2 <= backoff_delay(attempt, 0.5, None) <= ceiling
+async def test_backoff_grows_exponentially_with_jitter(delays: list[float]):
+    """Real waits, on a base of 10 ms instead of the providers' 0.5 s so that five of them stay short."""
+    client, _ = transport(*(httpx.Response(503, text="unavailable") for _ in range(5)), httpx.Response(200, json={}))
+
+    await post_json(client, "http://llm/x", {}, headers={}, timeout_s=1, max_retries=5, base_delay_s=0.01)
+
+    assert len(delays) == 5
+    for attempt, delay in enumerate(delays):
+        ceiling = 0.01 * 2**attempt
+        assert ceiling / 2 <= delay <= ceiling
 
 
 def test_retry_after_accepts_seconds_and_http_dates():
