@@ -1,4 +1,5 @@
-"""Firing: APScheduler says when, the store records each run before anyone is told, overdue jobs are caught up once.
+"""Firing: APScheduler's triggers say when, the store records each run before anyone is told, overdue jobs are caught
+up once. The time is the engine's `Clock` (the wall clock unless a test gives it one it moves itself).
 
 Only the process holding the scheduler lock fires; any other one on the same store serves reads and edits, follows
 the file, and takes over when the lock comes free. Ticks are committed in batches (one store write for every job
@@ -7,25 +8,24 @@ due at the same moment), and a tick at or before a job's `cursor` is dropped, so
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
 from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 import anyio
-from apscheduler.executors.base import BaseExecutor
-from apscheduler.job import Job as SchedulerJob
-from apscheduler.jobstores.base import JobLookupError
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from anyio.abc import TaskGroup
 from apscheduler.triggers.base import BaseTrigger
 
 from hermitcrab.servers._common.notifier import Notifier
 from hermitcrab.util.outbound import Outbound
 
 from . import webhook
+from .clock import REAL_CLOCK, Clock
 from .events import Item, job_item, run_id
 from .jobs import AtSchedule, Job, LastRun
 from .runs import RunLog
@@ -72,24 +72,6 @@ def next_run(job: Job) -> datetime | None:
     return next_after(job.trigger(), job.cursor or job.since) if job.enabled else None
 
 
-class _Handoff(BaseExecutor):
-    """An APScheduler executor that hands each due job to the engine instead of calling a function."""
-
-    def __init__(self, sink: Callable[[Tick], None]) -> None:
-        super().__init__()
-        self._sink = sink
-
-    def submit_job(self, job: SchedulerJob, run_times: list[datetime]) -> None:
-        self._sink(Tick(str(job.id), run_times[-1].astimezone(UTC), "schedule"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-
-    def _do_submit_job(self, job: SchedulerJob, run_times: list[datetime]) -> None:
-        self.submit_job(job, run_times)
-
-
-def _fired_by_the_executor() -> None:
-    """Never called: `_Handoff` takes the tick instead."""
-
-
 class Engine:
     """The store, the scheduler (while this process holds the lock), the commit loop, and the tasks around them."""
 
@@ -102,22 +84,29 @@ class Engine:
         outbound: Outbound,
         backoff: Sequence[float] = webhook.BACKOFF_S,
         poll_s: float = 1.0,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self.store, self.runs, self.notifier = store, runs, notifier
         self.grace = timedelta(seconds=grace_s)
         self.poll_s = poll_s
+        self.clock = clock
         self.lock = SchedulerLock(store.directory)
-        self.scheduler: AsyncIOScheduler | None = None
+        self._firing = False
         self._planned: dict[str, tuple[object, ...]] = {}
+        self._next: dict[str, tuple[BaseTrigger, int]] = {}  # a planned job's trigger, and its entry in `_due`
+        self._due: list[tuple[datetime, int, str]] = []  # a heap of (fire time, entry, job id); stale entries skipped
+        self._entries = 0
+        self._replanned = anyio.Event()
+        self._group: TaskGroup | None = None
         self._ticks_in, self._ticks_out = anyio.create_memory_object_stream[Tick](math.inf)
         self._known_events = {item.id for item in store.state.events}
-        self.outbox = webhook.Outbox(self, store, runs, outbound, backoff)
+        self.outbox = webhook.Outbox(self, store, runs, outbound, backoff, clock)
         self._announce_due = anyio.Event()
         self._running = False
 
     @property
     def firing(self) -> bool:
-        return self.scheduler is not None
+        return self._firing
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Engine]:
@@ -127,6 +116,7 @@ class Engine:
             return
         self._running = True
         async with anyio.create_task_group() as group:
+            self._group = group
             self._take_over_if_free()
             group.start_soon(self._commit_forever)
             group.start_soon(self._announce_forever)
@@ -136,9 +126,8 @@ class Engine:
                 yield self
             finally:
                 group.cancel_scope.cancel()
-                if self.scheduler is not None:
-                    self.scheduler.shutdown(wait=False)  # pyright: ignore[reportUnknownMemberType]
-                    self.scheduler = None
+                self._firing, self._group = False, None
+                self._next, self._due = {}, []
                 self.lock.release()
                 self._running = False
 
@@ -167,22 +156,17 @@ class Engine:
         return moment.astimezone(zone(job.schedule.tz)), in_words(moment, job.schedule.tz, now)
 
     def _take_over_if_free(self) -> None:
-        if self.scheduler is not None or not self.lock.try_acquire():
+        if self._firing or self._group is None or not self.lock.try_acquire():
             return
-        scheduler = AsyncIOScheduler(
-            timezone=UTC,
-            executors={"default": _Handoff(self._ticks_in.send_nowait)},
-            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
-        )
-        scheduler.start()  # pyright: ignore[reportUnknownMemberType]
-        self.scheduler, self._planned = scheduler, {}
+        self._firing, self._planned, self._next, self._due = True, {}, {}, []
+        self._group.start_soon(self._fire_forever)
         logger.info("holding the scheduler lock of %s: firing jobs", self.store.directory)
-        self._reconcile(datetime.now(UTC))
+        self._reconcile(self.clock.now())
         self.outbox.wake()
 
     def _reconcile(self, now: datetime) -> None:
         """Make the scheduler match the store: new, changed and re-enabled jobs planned again, removed ones dropped."""
-        if self.scheduler is None:
+        if not self._firing:
             return
         jobs = self.store.state.jobs
         for job_id in set(self._planned) - set(jobs):
@@ -197,13 +181,10 @@ class Engine:
 
     def _unplan(self, job_id: str) -> None:
         self._planned.pop(job_id, None)
-        if self.scheduler is not None:
-            with suppress(JobLookupError):  # a one-shot job APScheduler already dropped
-                self.scheduler.remove_job(job_id)  # pyright: ignore[reportUnknownMemberType]
+        self._next.pop(job_id, None)  # its entry in `_due` is stale now
 
     def _plan(self, job: Job, now: datetime) -> None:
-        """Add `job` to the scheduler; a tick missed while nobody fired is owed once, if within the grace period."""
-        assert self.scheduler is not None
+        """Plan `job`'s next tick; a tick missed while nobody fired is owed once, if within the grace period."""
         trigger = job.trigger()
         anchor = job.cursor or job.since
         pending = next_after(trigger, anchor)
@@ -215,13 +196,43 @@ class Engine:
                 self._ticks_in.send_nowait(Tick(job.id, pending, "missed", until=now))
             pending = next_after(trigger, now)
         if pending is not None:
-            self.scheduler.add_job(  # pyright: ignore[reportUnknownMemberType]
-                _fired_by_the_executor, trigger=trigger, id=job.id, name=job.name, next_run_time=pending
-            )
+            self._fire_at(job.id, trigger, pending)
+            self._replanned.set()
+
+    def _fire_at(self, job_id: str, trigger: BaseTrigger, moment: datetime) -> None:
+        self._entries += 1
+        self._next[job_id] = (trigger, self._entries)
+        heapq.heappush(self._due, (moment, self._entries, job_id))
+
+    async def _fire_forever(self) -> None:
+        """Hand each planned job's tick to the commit loop when its time comes, then plan its next one.
+
+        A job whose several ticks came due at once (the process was suspended) gets one, for the latest of them (the
+        others are older than a tick nobody missed); the wait ends early when a job is planned anew.
+        """
+        while True:
+            self._replanned = anyio.Event()
+            now = self.clock.now()
+            while self._due and self._due[0][0] <= now:
+                moment, entry, job_id = heapq.heappop(self._due)
+                planned = self._next.get(job_id)
+                if planned is None or planned[1] != entry:
+                    continue  # unplanned or planned again since
+                trigger = planned[0]
+                while (later := next_after(trigger, moment)) is not None and later <= now:
+                    moment = later
+                self._ticks_in.send_nowait(Tick(job_id, moment, "schedule"))
+                following = next_after(trigger, now)
+                if following is None:
+                    del self._next[job_id]  # a one-shot that fired
+                else:
+                    self._fire_at(job_id, trigger, following)
+            wait = (self._due[0][0] - now).total_seconds() if self._due else math.inf
+            await self.clock.wait(max(wait, 0.0), self._replanned)
 
     def _settle(self) -> None:
         """After the store changed: reschedule, tell listeners about new items, wake webhook delivery."""
-        self._reconcile(datetime.now(UTC))
+        self._reconcile(self.clock.now())
         state = self.store.state
         ids = {item.id for item in state.events}
         fresh = ids - self._known_events
@@ -256,7 +267,7 @@ class Engine:
             await anyio.sleep(COMMIT_GAP_S)
 
     async def _commit(self, batch: list[Tick]) -> list[Item]:
-        now = datetime.now(UTC)
+        now = self.clock.now()
         written = await self.edit(lambda state: self._apply_all(state, batch, now))
         self.runs.append(written.records)
         return written.items

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -20,6 +20,7 @@ from hermitcrab.util.outbound import Outbound, OutboundRefused
 from hermitcrab.util.server_options import CRON
 
 from . import webhook
+from .clock import REAL_CLOCK, Clock
 from .engine import Engine, Tick, next_run
 from .events import EVENTS_URI, Item, render, wake_item
 from .jobs import MAX_TEXT_CHARS, Delivery, Job, JobPatch, JobSpec, LastRun, Schedule, Session, check_future, new_id
@@ -103,17 +104,19 @@ def build_server(
     min_interval_s: float = DEFAULT_MIN_INTERVAL_S,
     max_jobs: int = DEFAULT_MAX_JOBS,
     outbound_allow: Sequence[str] = (),
+    clock: Clock = REAL_CLOCK,
 ) -> MCPServer:
     """The cron server keeping its store in `state`; `backoff` is the webhook retry schedule in seconds.
 
     `min_interval_s` and `max_jobs` bound what cron_add and cron_update accept (see limits.py). Webhooks go only to
-    public addresses and to those `outbound_allow` lists (`hermitcrab.util.outbound`).
+    public addresses and to those `outbound_allow` lists (`hermitcrab.util.outbound`). Every time the server reads
+    or waits for is `clock`'s (tests pass one they move themselves).
     """
     outbound = Outbound(outbound_allow, how_to_allow=ALLOW_HINT)
     store = Store(state)
     limits = Limits(min_interval_s, max_jobs)
     notifier = Notifier(EVENTS_URI)
-    engine = Engine(store, RunLog(state), notifier, grace_s, outbound, backoff, poll_s)
+    engine = Engine(store, RunLog(state), notifier, grace_s, outbound, backoff, poll_s, clock)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncGenerator[None]:
@@ -142,7 +145,7 @@ def build_server(
         """Whether this server fires jobs or stands by, how many jobs and unacknowledged items there are."""
         current = await engine.current()
         jobs = visible(current, caller_of(ctx))
-        now = datetime.now(UTC)
+        now = clock.now()
         if engine.firing:
             detail = "this process holds the scheduler lock and fires the jobs"
         else:
@@ -174,7 +177,7 @@ def build_server(
     ) -> JobList:
         """The jobs, soonest first, each with its next run in its own time zone and in words."""
         current = await engine.current()
-        now = datetime.now(UTC)
+        now = clock.now()
         jobs = [view(job, now) for job in visible(current, caller_of(ctx)) if job.enabled or include_disabled]
         jobs.sort(key=lambda job: (job.next_run is None, job.next_run or "", job.name))
         return JobList(jobs=jobs)
@@ -188,7 +191,7 @@ def build_server(
         Runs of a repeating job must be at least the server's minimum interval apart, and the number of jobs is
         capped (cron_status shows both).
         """
-        now = datetime.now(UTC)
+        now = clock.now()
         who = caller_of(ctx)
         refuse_past("job", job.schedule, now)
         limits.refuse_too_often("job", job.schedule, now)
@@ -208,7 +211,7 @@ def build_server(
     async def cron_update(ctx: Context, job_id: JobId, patch: JobPatch) -> JobView:
         """Change a job: each field given in `patch` replaces the job's (a new schedule starts from now, and its runs
         must be at least the server's minimum interval apart)."""
-        now = datetime.now(UTC)
+        now = clock.now()
         who = caller_of(ctx)
         if patch.schedule is not None:
             refuse_past("patch", patch.schedule, now)
@@ -247,7 +250,7 @@ def build_server(
         ] = "force",
     ) -> Ran:
         """Run a job now, as if it had fired: its item goes to cron://events (or its webhook)."""
-        now = datetime.now(UTC)
+        now = clock.now()
         job = existing(await engine.current(), job_id, caller_of(ctx))
         if mode == "force":
             items = await engine.run_now(Tick(job.id, now, "manual"))
@@ -286,7 +289,7 @@ def build_server(
                 "session_target 'isolated' instead (it runs in a session of its own and its reply comes back to this "
                 "conversation)."
             )
-        item = wake_item(text, datetime.now(UTC), who.origin)
+        item = wake_item(text, clock.now(), who.origin)
         await engine.edit(lambda state: state.events.append(item))
         return Woken(event_id=item.id)
 
@@ -298,7 +301,7 @@ def build_server(
         ],
     ) -> Acked:
         """Remove handled items from cron://events. Unknown ids (already acknowledged) are ignored."""
-        now = datetime.now(UTC).isoformat()
+        now = clock.now().isoformat()
         wanted = set(event_ids)
 
         def ack(state: State) -> list[Item]:

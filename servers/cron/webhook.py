@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -12,6 +12,7 @@ import httpx
 
 from hermitcrab.util.outbound import Outbound, guarded_client
 
+from .clock import REAL_CLOCK, Clock
 from .events import Item
 from .runs import RunLog
 from .store import Outgoing, State, Store
@@ -40,9 +41,15 @@ class Outbox:
     """Delivers the store's outbox while `active()` (only the process that fires delivers); `wake` when it grew."""
 
     def __init__(
-        self, editor: Editor, store: Store, runs: RunLog, outbound: Outbound, backoff: Sequence[float] = BACKOFF_S
+        self,
+        editor: Editor,
+        store: Store,
+        runs: RunLog,
+        outbound: Outbound,
+        backoff: Sequence[float] = BACKOFF_S,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
-        self._editor, self._store, self._runs = editor, store, runs
+        self._editor, self._store, self._runs, self._clock = editor, store, runs, clock
         self.outbound = outbound
         self.backoff = tuple(backoff)
         self._wake = anyio.Event()
@@ -56,12 +63,11 @@ class Outbox:
             while True:
                 self._wake = anyio.Event()
                 wait = await self._deliver_due(http) if active() else math.inf
-                with anyio.move_on_after(wait):
-                    await self._wake.wait()
+                await self._clock.wait(wait, self._wake)
 
     async def _deliver_due(self, http: httpx.AsyncClient) -> float:
         """POST every item whose time has come; seconds until the next one is due."""
-        now = datetime.now(UTC)
+        now = self._clock.now()
         due = [outgoing for outgoing in self._store.state.outbox if outgoing.next_attempt_at <= now]
         outcomes: dict[str, str | None] = {}
 
@@ -72,9 +78,9 @@ class Outbox:
             for outgoing in due:
                 group.start_soon(send, outgoing)
         if outcomes:
-            self._runs.append(await self._editor.edit(lambda state: self._record(state, outcomes, datetime.now(UTC))))
+            self._runs.append(await self._editor.edit(lambda state: self._record(state, outcomes, self._clock.now())))
         waits = [
-            (outgoing.next_attempt_at - datetime.now(UTC)).total_seconds() for outgoing in self._store.state.outbox
+            (outgoing.next_attempt_at - self._clock.now()).total_seconds() for outgoing in self._store.state.outbox
         ]
         return max(0.0, min(waits)) if waits else math.inf
 

@@ -1,9 +1,11 @@
-"""Firing with the real scheduler in real time: intervals, one-shots, catch-up after downtime, a second server."""
+"""Firing with the real scheduler: intervals, one-shots, catch-up after downtime, a second server. Where a test waits
+for jobs to come due, the server goes by a ManualClock the test moves on, instead of real seconds passing."""
 
 from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -15,6 +17,10 @@ from mcp import Client
 from hermitcrab.servers.cron import build_server
 from hermitcrab.servers.cron.store import State, Store, StoreUnreadable
 from tests.servers.cron.conftest import CronServer, call, events, job, soon
+from tests.support.clock import ManualClock
+
+SETTLE_S = 0.2
+"""Real time for a tick committed twice to show up: commits are COMMIT_GAP_S (50 ms) apart."""
 
 
 async def wait_for(check: Any, timeout: float = 5) -> None:
@@ -24,9 +30,14 @@ async def wait_for(check: Any, timeout: float = 5) -> None:
 
 
 async def test_every_second_fires_about_three_times_in_three_and_a_half_seconds(cron_server: CronServer):
-    async with Client(cron_server()) as client:
+    clock = ManualClock()
+    async with Client(cron_server(clock=clock)) as client:
         added = await call(client, "cron_add", job=job(every=1))
-        await anyio.sleep(3.5)
+        for fired in (1, 2, 3):
+            await clock.advance(1)
+            await wait_for(partial(has_items, client, fired))
+        await clock.advance(0.5)
+        await anyio.sleep(SETTLE_S)
         items = (await events(client))["items"]
         runs = (await call(client, "cron_runs", job_id=added["id"]))["runs"]
     assert len(items) == 3, items
@@ -38,10 +49,13 @@ async def test_every_second_fires_about_three_times_in_three_and_a_half_seconds(
 
 @pytest.mark.parametrize("delete", [True, False])
 async def test_an_at_job_fires_once_and_is_deleted_when_asked(cron_server: CronServer, delete: bool):
-    spec = job("reminder", schedule={"kind": "at", "at": soon(0.5)}, delete_after_run=delete)
-    async with Client(cron_server()) as client:
+    clock = ManualClock()
+    spec = job("reminder", schedule={"kind": "at", "at": clock.later(0.5)}, delete_after_run=delete)
+    async with Client(cron_server(clock=clock)) as client:
         added = await call(client, "cron_add", job=spec)
-        await anyio.sleep(1.5)
+        await clock.advance(1.5)
+        await wait_for(partial(has_items, client, 1))
+        await anyio.sleep(SETTLE_S)
         items = (await events(client))["items"]
         remaining = (await call(client, "cron_list", include_disabled=True))["jobs"]
     assert [item["job_id"] for item in items] == [added["id"]]
@@ -122,11 +136,15 @@ async def has_runs(client: Client, job_id: str) -> bool:
 
 
 async def test_a_second_server_on_the_same_store_stands_by_and_takes_over(cron_server: CronServer):
-    first, second = cron_server(), cron_server()
+    clock = ManualClock()
+    first, second = cron_server(clock=clock), cron_server(clock=clock)
     async with Client(first) as one, Client(second) as two:
         status = await call(two, "cron_status")
         added = await call(two, "cron_add", job=job(every=1))  # an edit made where nothing fires
-        await wait_for(lambda: has_items(one, 2))
+        await anyio.sleep(3 * 0.1)  # three polls of the file (poll_s): the first has planned the job by its next tick
+        for fired in (1, 2):
+            await clock.advance(1)
+            await wait_for(partial(has_items, one, fired))
         seen_by_two = (await events(two))["items"]
         runs = (await call(one, "cron_runs", job_id=added["id"]))["runs"]
     assert status["role"] == "standby" and "another hermitcrab-cron process" in status["detail"]

@@ -43,15 +43,18 @@ async def test_kill_9_then_restart_runs_no_tick_twice_and_catches_up_once(state:
         async with Client(server_params(state)) as client:
             every = await call(client, "cron_add", job=job("every", every=1))
             once = await call(
-                client, "cron_add", job=job("once", schedule={"kind": "at", "at": soon(2.5)}, delete_after_run=True)
+                client, "cron_add", job=job("once", schedule={"kind": "at", "at": soon(1.6)}, delete_after_run=True)
             )
-            while len((await events(client))["items"]) < 2:
+            while not (fired := len((await events(client))["items"])):  # `every`'s first tick, a second in
                 await anyio.sleep(0.05)
             os.kill(pid_serving("hermitcrab.servers.cron", state), signal.SIGKILL)
-        await anyio.sleep(2.6)  # two ticks of `every`, and `once`, fall into the downtime
+        await anyio.sleep(2.6)  # `once`, and two ticks of `every`, fall into the downtime
 
         async with Client(server_params(state)) as client:
-            await anyio.sleep(1.2)
+            # the catch-ups, then a scheduled tick of `every` after them, then time for a tick run twice to show
+            while len((await events(client))["items"]) < fired + 3:
+                await anyio.sleep(0.05)
+            await anyio.sleep(0.2)
             items = (await events(client))["items"]
             runs = (await call(client, "cron_runs", limit=100))["runs"]
             jobs = (await call(client, "cron_list", include_disabled=True))["jobs"]
