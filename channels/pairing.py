@@ -13,18 +13,18 @@ denied user is ignored for a day. Files written before denials and announcements
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal
 
 from filelock import FileLock
 
-from hermitcrab.util.files import Stamp, atomic_write_json, stamp
+from hermitcrab.util.files import Stamp
+from hermitcrab.util.store import JsonFile
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
@@ -133,6 +133,7 @@ class PairingStore:
 
     def __init__(self, root: Path, clock: Callable[[], float] = time.time) -> None:
         self.path = root / "pairing.json"
+        self._file = JsonFile(self.path)
         self._lock = FileLock(root / "pairing.lock", mode=0o600)
         self._clock = clock
 
@@ -217,11 +218,12 @@ class PairingStore:
 
     def stamp(self) -> Stamp | None:
         """Changes whenever the file is rewritten: one stat() tells whether to read."""
-        return stamp(self.path)
+        return self._file.stamp()
 
     def _read(self) -> _State:
+        """The state; a torn file raises `Torn` (a ValueError) rather than forget who was let in."""
         try:
-            data = cast(dict[str, Any], json.loads(self.path.read_text(encoding="utf-8")))
+            data = self._file.read()
         except FileNotFoundError:
             data = {}
         now = self._clock()
@@ -244,7 +246,7 @@ class PairingStore:
             before = asdict(state)
             yield state
             if asdict(state) != before:
-                atomic_write_json(self.path, asdict(state))
+                self._file.save(asdict(state))
 
 
 def _make_room(state: _State, channel: str, now: float) -> Request | None:

@@ -5,13 +5,11 @@ Kept in `state/last_target.json` so a restarted host still knows where to delive
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
 
-from hermitcrab.util.files import atomic_write_text
+from hermitcrab.util.store import JsonFile
 
 from ..events import Target
 
@@ -23,6 +21,7 @@ class LastTarget:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._file = JsonFile(path)
         self._current = self._read()
 
     def get(self) -> Target | None:
@@ -32,17 +31,14 @@ class LastTarget:
         if target == self._current:
             return
         self._current = target = replace(target, reply_to=None)  # announcements start new threads
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fields = {"channel": target.channel, "conversation": target.conversation, "user": target.user}
-        atomic_write_text(self.path, json.dumps(fields))
+        self._file.save({"channel": target.channel, "conversation": target.conversation, "user": target.user})
 
     def _read(self) -> Target | None:
-        try:
-            data: Any = json.loads(self.path.read_text(encoding="utf-8"))
-            fields = cast(dict[str, Any], data)
-            return Target(str(fields["channel"]), str(fields["conversation"]), fields.get("user"))
-        except FileNotFoundError:
+        fields = self._file.load("no last conversation known")
+        if not fields:
             return None
-        except (ValueError, KeyError, TypeError):
-            logger.warning("%s is unreadable; no last conversation known", self.path)
+        try:
+            return Target(str(fields["channel"]), str(fields["conversation"]), fields.get("user"))
+        except KeyError:
+            logger.warning("%s names no conversation; no last conversation known", self.path)
             return None

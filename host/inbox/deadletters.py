@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping
@@ -27,7 +26,8 @@ from typing import Any, Literal, TypeVar, cast
 
 from filelock import FileLock
 
-from hermitcrab.util.files import Stamp, atomic_write_text, stamp
+from hermitcrab.util.files import Stamp
+from hermitcrab.util.store import JsonFile, Torn
 
 logger = logging.getLogger(__name__)
 
@@ -274,21 +274,18 @@ class _SharedFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._file = JsonFile(path)
         self._lock = FileLock(path.with_suffix(".lock"), mode=0o600)
 
     def load(self) -> tuple[dict[str, object], bool]:
         """The object ({} when missing), and whether the file was torn (then {} too, with a warning)."""
         try:
-            data: object = json.loads(self.path.read_text(encoding="utf-8"))
+            return self._file.read(), False
         except FileNotFoundError:
             return {}, False
-        except ValueError as exc:  # torn JSON, or bytes that are not UTF-8
-            logger.warning("%s is torn (%s); reading it as empty", self.path, exc)
+        except Torn as torn:
+            logger.warning("%s is torn (%s); reading it as empty", self.path, torn)
             return {}, True
-        if not isinstance(data, dict):
-            logger.warning("%s holds no JSON object; reading it as empty", self.path)
-            return {}, True
-        return cast(dict[str, object], data), False
 
     @contextmanager
     def locked(self) -> Generator[None]:
@@ -296,14 +293,14 @@ class _SharedFile:
         with self._lock:
             yield
 
-    def save(self, data: object, torn: bool) -> None:
+    def save(self, data: dict[str, Any], torn: bool) -> None:
         """Replace the file (0600); a torn one is first kept as `<name>.torn`, for a person to look into."""
         if torn and self.path.exists():
-            os.replace(self.path, self.path.with_name(f"{self.path.name}.torn"))
-        atomic_write_text(self.path, json.dumps(data, indent=1))
+            self._file.set_aside(".torn")
+        self._file.save(data)
 
     def stamp(self) -> Stamp | None:
-        return stamp(self.path)
+        return self._file.stamp()
 
 
 def _letter(raw: object) -> Letter:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from hermitcrab.util.files import append_line, atomic_write_text
+from hermitcrab.util.files import Stamp, append_line
+from hermitcrab.util.store import JsonFile
 
 from ..providers.base import Completion, Message, ToolCall, Usage
 
@@ -190,10 +191,10 @@ class SessionStore:
 
     def __init__(self, root: Path, open_sessions: int = OPEN_SESSIONS) -> None:
         self.root = root
-        self._index_path = root / "sessions.json"
+        self._index_file = JsonFile(root / "sessions.json")
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._open_sessions = open_sessions
-        self._index_cache: tuple[tuple[int, int], dict[str, Any]] | None = None
+        self._index_cache: tuple[Stamp, dict[str, Any]] | None = None
 
     def open(self, key: str) -> Session:
         record = self._index().get(key)
@@ -219,27 +220,17 @@ class SessionStore:
         return session
 
     def _index(self) -> dict[str, Any]:
-        try:
-            stat = self._index_path.stat()
-        except FileNotFoundError:
+        stamp = self._index_file.stamp()
+        if stamp is None:
             return {}
-        stamp = (stat.st_mtime_ns, stat.st_size)
         if self._index_cache is not None and self._index_cache[0] == stamp:
             return self._index_cache[1]
-        try:
-            data: object = json.loads(self._index_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except json.JSONDecodeError:
-            logger.warning("%s is unreadable; starting a new index", self._index_path)
-            return {}
-        index = cast(dict[str, Any], data) if isinstance(data, dict) else {}
+        index = self._index_file.load("starting a new index")
         self._index_cache = (stamp, index)
         return index
 
     def _write_index(self, index: dict[str, Any]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self._index_path, json.dumps(index, indent=2))
+        self._index_file.save(index)
         self._index_cache = None
 
 

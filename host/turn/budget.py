@@ -10,24 +10,20 @@ owner is told once a day.
 from __future__ import annotations
 
 import datetime as dt
-import json
-import logging
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from filelock import FileLock
 
-from hermitcrab.util.files import atomic_write_text
+from hermitcrab.util.store import JsonFile
 
 from ..events import Rights
 
 if TYPE_CHECKING:  # config imports this module, and the providers import config
     from ..providers.base import Usage
-
-logger = logging.getLogger(__name__)
 
 TOTAL = "total"
 WHO = {"owner": "you", "peer": "approved friends", "group": "group conversations", "system": "webhooks and programs"}
@@ -106,18 +102,11 @@ class Budget:
             told[spent.key] = 1
             return True
 
-    def _path(self, today: dt.date) -> Path:
-        return self.root / f"{today:%Y-%m-%d}.json"
+    def _file(self, today: dt.date) -> JsonFile:
+        return JsonFile(self.root / f"{today:%Y-%m-%d}.json")
 
     def _read(self, today: dt.date) -> dict[str, dict[str, int]]:
-        try:
-            data: Any = json.loads(self._path(today).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except ValueError:
-            logger.warning("%s is unreadable; today's spending counts from zero", self._path(today))
-            return {}
-        return cast(dict[str, dict[str, int]], data) if isinstance(data, dict) else {}
+        return self._file(today).load("today's spending counts from zero")
 
     @contextmanager
     def _change(self, today: dt.date) -> Generator[dict[str, dict[str, int]]]:
@@ -125,7 +114,7 @@ class Budget:
         with FileLock(self.root / "usage.lock"):
             usage = self._read(today)
             yield usage
-            atomic_write_text(self._path(today), json.dumps(usage))
+            self._file(today).save(usage)
 
 
 def _over(limit: Limit, calls: int, tokens: int) -> str | None:

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from filelock import FileLock
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from hermitcrab.util.files import atomic_write_text
+from hermitcrab.util.files import Stamp
+from hermitcrab.util.store import JsonFile
 
 from .events import Item
 from .jobs import Job
@@ -54,10 +55,11 @@ class Store:
         self.directory = directory
         self.path = directory / "cron.json"
         self.backup = directory / "cron.json.bak"
+        self._file = JsonFile(self.path)
         self.warnings: list[str] = []
         self._lock = FileLock(directory / "cron.json.lock", thread_local=False, timeout=30)
         self._mutex = threading.Lock()
-        self._seen: tuple[int, int, int] | None = None
+        self._seen: Stamp | None = None
         self.state = State()
         with self._lock:
             self._load()
@@ -79,15 +81,8 @@ class Store:
             self._write()
             return result
 
-    def _identity(self) -> tuple[int, int, int] | None:
-        try:
-            found = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return found.st_ino, found.st_mtime_ns, found.st_size
-
     def _load_if_changed(self) -> bool:
-        if self._seen is not None and self._identity() == self._seen:
+        if self._seen is not None and self._file.stamp() == self._seen:
             return False
         self._load()
         return True
@@ -97,23 +92,23 @@ class Store:
             self.state, self._seen = State(), None
             return
         try:
-            self.state = State.model_validate_json(self.path.read_bytes())
-        except (OSError, ValueError) as exc:
+            self.state = State.model_validate(self._file.read())
+        except (OSError, ValueError) as exc:  # missing beside its .bak, torn (Torn), or not jobs (ValidationError)
             self._recover(exc)
-        self._seen = self._identity()
+        self._seen = self._file.stamp()
 
     def _recover(self, error: OSError | ValueError) -> None:
         """Use the kept previous version, moving the bad file aside so the next write cannot rotate it into .bak."""
         reason = f"{type(error).__name__}: {error}".splitlines()[0]
         try:
-            self.state = State.model_validate_json(self.backup.read_bytes())
-        except (OSError, ValidationError, ValueError) as again:
+            self.state = State.model_validate(JsonFile(self.backup).read())
+        except (OSError, ValueError) as again:
             raise StoreUnreadable(
                 f"{self.path} cannot be read ({reason}) and neither can {self.backup.name} ({type(again).__name__}); "
                 "move both away to start with no jobs"
             ) from again
         if self.path.exists():
-            os.replace(self.path, self.path.with_name("cron.json.corrupt"))
+            self._file.set_aside(".corrupt")
         warning = f"{self.path.name} was unreadable ({reason}); recovered the previous version from {self.backup.name}"
         logger.warning("%s", warning)
         self.warnings.append(warning)
@@ -125,8 +120,8 @@ class Store:
             link.unlink(missing_ok=True)
             os.link(self.path, link)  # a hard link: cron.json itself is never missing
             os.replace(link, self.backup)
-        atomic_write_text(self.path, self.state.model_dump_json(indent=1))
-        self._seen = self._identity()
+        self._file.save(self.state.model_dump(mode="json"))
+        self._seen = self._file.stamp()
 
 
 class SchedulerLock:

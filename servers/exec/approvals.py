@@ -25,7 +25,7 @@ from mcp.server.mcpserver import Context, Elicit
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
-from hermitcrab.util.files import atomic_write_json
+from hermitcrab.util.store import JsonFile
 from hermitcrab.util.text import escape_controls
 
 from .policy import Verdict
@@ -68,6 +68,7 @@ class ApprovalStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._file = JsonFile(path)
         self.binaries: set[str] = set()
         self.commands: set[str] = set()
         self._key = _key(path.with_suffix(".key"))
@@ -78,14 +79,12 @@ class ApprovalStore:
 
     def _load(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-        except (OSError, ValueError) as exc:
+            data = self._file.read()
+        except (OSError, ValueError) as exc:  # Torn is a ValueError
             logger.warning("%s is unreadable (%s); starting with no saved approvals", self.path, exc)
             return {}
-        body: dict[str, Any] = {k: v for k, v in data.items() if k != "mac"}  # pyright: ignore[reportUnknownVariableType]
-        if not hmac.compare_digest(str(data.get("mac", "")), _seal(self._key, body)):  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        body = {k: v for k, v in data.items() if k != "mac"}
+        if not hmac.compare_digest(str(data.get("mac", "")), _seal(self._key, body)):
             logger.warning("%s was not written by this server (its seal does not match); ignoring it", self.path)
             return {}
         return body
@@ -100,7 +99,7 @@ class ApprovalStore:
             self.commands.add(command)
             remembered = "this exact command is allowed from now on"
         body = {"binaries": sorted(self.binaries), "commands": sorted(self.commands)}
-        atomic_write_json(self.path, {**body, "mac": _seal(self._key, body)})
+        self._file.save({**body, "mac": _seal(self._key, body)})
         return remembered
 
 

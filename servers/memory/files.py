@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import os
 import re
 import time
@@ -19,7 +18,8 @@ from filelock import FileLock
 
 from hermitcrab.servers._common.files import NotRegularFile, open_regular
 from hermitcrab.servers._common.paths import PathOutsideRoots, PathUnresolvable, resolve_inside
-from hermitcrab.util.files import atomic_write_json, fsync_dir
+from hermitcrab.util.files import fsync_dir
+from hermitcrab.util.store import JsonFile
 
 EVERGREEN = ("MEMORY.md", "USER.md")
 MEMORY_DIR = "memory"
@@ -208,7 +208,7 @@ def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path) -> 
     """
     body = text.strip("\n")
     lock_dir.mkdir(parents=True, exist_ok=True)
-    recent_path = lock_dir / "recent-appends.json"
+    recent_file = JsonFile(lock_dir / "recent-appends.json")
     with FileLock(str(lock_dir / "append.lock"), timeout=30):
         path.parent.mkdir(parents=True, exist_ok=True)
         created = not path.exists()
@@ -218,7 +218,7 @@ def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path) -> 
                 raise HardLinked(LINKED)
             existing = _read_all(fd)
             now = time.time()
-            recent = {k: v for k, v in _read_recent(recent_path).items() if now - float(v["at"]) < REPEAT_WINDOW_S}
+            recent = {k: v for k, v in _read_recent(recent_file).items() if now - float(v["at"]) < REPEAT_WINDOW_S}
             key = hashlib.blake2b(f"{path}\x00{body}".encode(), digest_size=16).hexdigest()
             if key in recent and body.encode("utf-8") in existing:
                 return Written(int(recent[key]["start"]), int(recent[key]["end"]), repeated=True)
@@ -235,7 +235,7 @@ def append_entry(path: Path, text: str, heading: str | None, lock_dir: Path) -> 
             fsync_dir(path.parent)
         written = Written(start, start + body.count("\n"))
         recent[key] = {"at": now, "start": written.start, "end": written.end}
-        atomic_write_json(recent_path, recent)
+        recent_file.save(recent)
     return written
 
 
@@ -252,18 +252,16 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _read_recent(path: Path) -> dict[str, dict[str, Any]]:
+def _read_recent(file: JsonFile) -> dict[str, dict[str, Any]]:
     """The appends of the last few minutes; an unreadable record only costs the retry check."""
     try:
-        recent: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(recent, dict):
+        recent = file.load("no append counts as a retry of an earlier one")
+    except OSError:
         return {}
     fields = ("at", "start", "end")
     return {
         key: entry
-        for key, entry in cast(dict[str, Any], recent).items()
+        for key, entry in recent.items()
         if isinstance(entry, dict) and all(isinstance(cast(dict[str, Any], entry).get(f), int | float) for f in fields)
     }
 

@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import logging
 import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from filelock import FileLock
 
-from hermitcrab.util.files import atomic_write_json
+from hermitcrab.util.store import JsonFile
 
 from . import files as memfiles
 from .chunking import Chunk, chunk_markdown
@@ -223,19 +222,16 @@ class MemoryIndex:
         )
 
     def _read_meta(self) -> dict[str, Any]:
-        path = self.state / "meta.json"
         try:
-            meta: Any = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            meta = JsonFile(self.state / "meta.json").load("the index is built again from the files")
+        except OSError:
             return {}
-        if not isinstance(meta, dict) or meta.get("version") != META_VERSION:  # pyright: ignore[reportUnknownMemberType]  # JSON from disk
-            return {}
-        return cast(dict[str, Any], meta)
+        return meta if meta.get("version") == META_VERSION else {}
 
     def _write_meta(self) -> None:
         entries = {rel: {"digest": r.digest, "chunks": len(r.chunks)} for rel, r in self.files.items()}
         meta = {"version": META_VERSION, "lexical": self._lexical_signature(), "files": entries}
-        atomic_write_json(self.state / "meta.json", meta)
+        JsonFile(self.state / "meta.json").save(meta)
 
     def _lexical_signature(self) -> str:
         """What the BM25 documents depend on besides the files: a change means re-indexing them all."""

@@ -8,7 +8,6 @@ restart: it is marked `interrupted` and announced by the next server to start.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import shutil
 import threading
@@ -21,7 +20,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field
 
 from hermitcrab.servers._common.origin import Origin, Principal
-from hermitcrab.util.files import atomic_write_text
+from hermitcrab.util.store import JsonFile
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -77,6 +76,7 @@ class Store:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.path = directory / "runs.json"
+        self._file = JsonFile(self.path)
         (directory / "owners").mkdir(parents=True, exist_ok=True)
         (directory / "runs").mkdir(exist_ok=True)
         self.owner = secrets.token_hex(8)
@@ -96,7 +96,7 @@ class Store:
         with self._mutex, self._lock:
             state = self._load()
             result = change(state)
-            atomic_write_text(self.path, state.model_dump_json(indent=1))
+            self._file.save(state.model_dump(mode="json"))
             return result
 
     def adopt_orphans(self) -> list[str]:
@@ -156,12 +156,11 @@ class Store:
         return self.directory / "owners" / f"{owner}.lock"
 
     def _load(self) -> State:
-        if not self.path.exists():
-            return State()
         try:
-            return State.model_validate_json(self.path.read_bytes())
-        except ValueError as exc:  # written atomically, so only a hand edit or a disk fault gets here
-            aside = self.path.with_name(f"runs.json.corrupt-{datetime.now(UTC):%Y%m%dT%H%M%S}")
-            os.replace(self.path, aside)
+            return State.model_validate(self._file.read())
+        except FileNotFoundError:
+            return State()
+        except ValueError as exc:  # torn or not runs (a ValidationError): a hand edit or a disk fault
+            aside = self._file.set_aside(f".corrupt-{datetime.now(UTC):%Y%m%dT%H%M%S}")
             logger.warning("%s was unreadable (%s); moved it to %s, starting with no runs", self.path, exc, aside.name)
             return State()
