@@ -25,14 +25,16 @@ def keep_private(*paths: Path) -> None:
         make_private(path)
 
 
-def make_private(path: Path, *, recursive: bool = True) -> list[Path]:
+def make_private(path: Path, *, recursive: bool = True, level: int = logging.WARNING) -> list[Path]:
     """Take group and other access away from `path` and, for a folder, everything in it; return what changed.
 
-    A note goes to the log for each path that needed it. Symlinks are neither changed nor followed, a file with
-    another hard link is left alone (its mode is that of a file elsewhere too), as is one that cannot be changed."""
+    A note goes to the log (at `level`) for each path that needed it. Symlinks are neither changed nor followed, a
+    file with another hard link is left alone (its mode is that of a file elsewhere too), as is one that cannot be
+    changed."""
     changed = [entry for entry in _entries(path, recursive) if _narrow(entry)]
     if changed:
-        logger.warning(
+        logger.log(
+            level,
             "made %d files and folders in %s private to the owner (they were open to others), e.g. %s",
             len(changed),
             path,

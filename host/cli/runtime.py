@@ -47,10 +47,11 @@ def setup_logging(verbose: bool, settings: Settings) -> None:
 
 def make_home_private(settings: Settings) -> None:
     """Close to others what an earlier version or a wider umask left open: the home, its config.toml, and all of the
-    workspace and the state (a note in the log for each); what the host creates from here on is private already."""
-    make_private(settings.home, recursive=False)
+    workspace and the state (a note in host.log for each, not on the terminal: it is done, nothing to act on); what
+    the host creates from here on is private already."""
+    make_private(settings.home, recursive=False, level=logging.INFO)
     for path in (settings.config_file, settings.workspace, settings.state):
-        make_private(path)
+        make_private(path, level=logging.INFO)
 
 
 @asynccontextmanager
