@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from stamina.instrumentation import RetryDetails, set_on_retry_hooks
 
 from hermitcrab.host.config import PROVIDER_VARIABLES
 
@@ -53,3 +54,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 def _skip_reason(report: pytest.TestReport) -> str:
     longrepr = report.longrepr
     return str(longrepr[2]).removeprefix("Skipped: ") if isinstance(longrepr, tuple) else str(longrepr)
+
+
+@pytest.fixture
+def retry_waits() -> Iterator[list[float]]:
+    """The waits stamina scheduled while the test ran (`hermitcrab.util.retry`), as its retry hook reports them."""
+    waited: list[float] = []
+
+    def record(details: RetryDetails) -> None:
+        waited.append(details.wait_for)
+
+    set_on_retry_hooks([record])
+    yield waited
+    set_on_retry_hooks(())

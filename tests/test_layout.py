@@ -10,9 +10,8 @@ import pytest
 ROOT = Path(__file__).parents[1]
 
 
-def imports(path: Path) -> set[str]:
-    """Absolute `hermitcrab.*` names imported by a module, with relative imports resolved."""
-    package = ["hermitcrab", *path.relative_to(ROOT).parent.parts]
+def absolute_imports(path: Path, package: list[str]) -> set[str]:
+    """Every module name `path` (in `package`) imports, with relative imports resolved."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -20,6 +19,12 @@ def imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = package[: len(package) - node.level + 1] if node.level else []
             found.add(".".join([*base, *(node.module or "").split(".")]).strip("."))
+    return found
+
+
+def imports(path: Path) -> set[str]:
+    """Absolute `hermitcrab.*` names imported by a module."""
+    found = absolute_imports(path, ["hermitcrab", *path.relative_to(ROOT).parent.parts])
     return {name for name in found if name.startswith("hermitcrab")}
 
 
@@ -64,15 +69,8 @@ def test_the_shared_helpers_import_nothing_of_hermitcrab_but_themselves(path: Pa
 
 
 def imported_tests(path: Path) -> set[str]:
-    """The `tests.*` modules a test module imports, with relative imports resolved."""
-    package = ["tests", *path.relative_to(ROOT / "tests").parent.parts]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            found.add(".".join([*base, *(node.module or "").split(".")]).strip("."))
+    """The `tests.*` modules a test module imports."""
+    found = absolute_imports(path, ["tests", *path.relative_to(ROOT / "tests").parent.parts])
     return {name for name in found if name == "tests" or name.startswith("tests.")}
 
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
-from stamina.instrumentation import RetryDetails, set_on_retry_hooks
 
 from hermitcrab.util.retry import Backoff, retrying
 
@@ -25,43 +23,30 @@ class Flaky:
         return "done"
 
 
-@pytest.fixture
-def waits() -> Iterator[list[float]]:
-    """The waits stamina scheduled, as its retry hook reports them."""
-    waited: list[float] = []
-
-    def record(details: RetryDetails) -> None:
-        waited.append(details.wait_for)
-
-    set_on_retry_hooks([record])
-    yield waited
-    set_on_retry_hooks(())
-
-
-async def test_a_failure_worth_another_try_is_tried_again_with_growing_waits(waits: list[float]):
+async def test_a_failure_worth_another_try_is_tried_again_with_growing_waits(retry_waits: list[float]):
     call = Flaky(OSError("down"), OSError("still down"))
 
     assert await retrying("the test call", call, OSError, Backoff(attempts=3, first_s=0.01)) == "done"
     assert call.calls == 3
-    assert waits == [pytest.approx(0.01), pytest.approx(0.02)]
+    assert retry_waits == [pytest.approx(0.01), pytest.approx(0.02)]
 
 
-async def test_the_waits_stop_growing_at_the_cap_and_jitter_only_adds(waits: list[float]):
+async def test_the_waits_stop_growing_at_the_cap_and_jitter_only_adds(retry_waits: list[float]):
     call = Flaky(*(OSError("down") for _ in range(4)))
 
     await retrying("the test call", call, OSError, Backoff(attempts=None, first_s=0.01, max_s=0.03, jitter_s=0.005))
 
-    assert len(waits) == 4
-    for wait, least in zip(waits, [0.01, 0.02, 0.03, 0.03], strict=True):
+    assert len(retry_waits) == 4
+    for wait, least in zip(retry_waits, [0.01, 0.02, 0.03, 0.03], strict=True):
         assert least - 1e-9 <= wait <= min(least + 0.005, 0.03) + 1e-9
 
 
-async def test_the_last_failure_is_raised_once_the_tries_are_used_up(waits: list[float]):
+async def test_the_last_failure_is_raised_once_the_tries_are_used_up(retry_waits: list[float]):
     call = Flaky(*(OSError(f"down {n}") for n in range(1, 5)))
 
     with pytest.raises(OSError, match="down 3"):
         await retrying("the test call", call, OSError, Backoff(attempts=3, first_s=0.0))
-    assert call.calls == 3 and len(waits) == 2
+    assert call.calls == 3 and len(retry_waits) == 2
 
 
 async def test_a_failure_not_worth_another_try_is_raised_at_once():
@@ -72,7 +57,7 @@ async def test_a_failure_not_worth_another_try_is_raised_at_once():
     assert call.calls == 1
 
 
-async def test_a_hook_decides_per_failure_and_may_name_the_wait(waits: list[float]):
+async def test_a_hook_decides_per_failure_and_may_name_the_wait(retry_waits: list[float]):
     def hook(error: Exception) -> bool | float:
         return 0.015 if "later" in str(error) else "again" in str(error)
 
@@ -81,7 +66,7 @@ async def test_a_hook_decides_per_failure_and_may_name_the_wait(waits: list[floa
     with pytest.raises(OSError, match="give up"):
         await retrying("the test call", call, hook, Backoff(attempts=5, first_s=0.01))
     assert call.calls == 3
-    assert waits == [pytest.approx(0.01), pytest.approx(0.015)]
+    assert retry_waits == [pytest.approx(0.01), pytest.approx(0.015)]
 
 
 async def test_each_failure_tried_again_is_logged_the_last_one_is_not(caplog: pytest.LogCaptureFixture):

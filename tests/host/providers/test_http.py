@@ -7,7 +7,6 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import stamina
-from stamina.instrumentation import RetryDetails, set_on_retry_hooks
 
 from hermitcrab.host.errors import ProviderError, RetryableProviderError
 from hermitcrab.host.providers._http import parse_retry_after, post_json, retry_wait
@@ -25,19 +24,6 @@ def transport(*responses: httpx.Response | Exception) -> tuple[httpx.AsyncClient
         return item
 
     return httpx.AsyncClient(transport=httpx.MockTransport(handle)), seen
-
-
-@pytest.fixture
-def delays() -> Iterator[list[float]]:
-    """How long each retry waited, as stamina's retry hook reports it."""
-    waited: list[float] = []
-
-    def record(details: RetryDetails) -> None:
-        waited.append(details.wait_for)
-
-    set_on_retry_hooks([record])
-    yield waited
-    set_on_retry_hooks(())
 
 
 @pytest.fixture
@@ -64,12 +50,12 @@ def test_retry_after_is_capped_at_a_minute():
     assert retry_wait(RetryableProviderError("HTTP 429", status=429, retry_after=3600.0)) == 60.0
 
 
-async def test_timeouts_are_retried_and_then_raised(no_waiting: None, delays: list[float]):
+async def test_timeouts_are_retried_and_then_raised(no_waiting: None, retry_waits: list[float]):
     client, seen = transport(*(httpx.ReadTimeout("slow") for _ in range(3)))
 
     with pytest.raises(RetryableProviderError, match="timed out"):
         await post_json(client, "http://llm/x", {}, headers={}, timeout_s=1, max_retries=2)
-    assert len(seen) == 3 and len(delays) == 2
+    assert len(seen) == 3 and len(retry_waits) == 2
 
 
 async def test_client_errors_are_not_retried():
@@ -81,14 +67,14 @@ async def test_client_errors_are_not_retried():
     assert len(seen) == 1
 
 
-async def test_backoff_grows_exponentially_with_jitter(delays: list[float]):
+async def test_backoff_grows_exponentially_with_jitter(retry_waits: list[float]):
     """Real waits, on a base of 10 ms instead of the providers' 0.5 s so that five of them stay short."""
     client, _ = transport(*(httpx.Response(503, text="unavailable") for _ in range(5)), httpx.Response(200, json={}))
 
     await post_json(client, "http://llm/x", {}, headers={}, timeout_s=1, max_retries=5, base_delay_s=0.01)
 
-    assert len(delays) == 5
-    for attempt, delay in enumerate(delays):
+    assert len(retry_waits) == 5
+    for attempt, delay in enumerate(retry_waits):
         ceiling = 0.01 * 2**attempt
         assert ceiling / 2 <= delay <= ceiling
 
