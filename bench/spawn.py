@@ -25,8 +25,8 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.fake_llm import FakeLLM, fake_llm_env, openai_text, running_fake_llm  # noqa: E402
+from tests.support.spawn import FAKE_CLI  # noqa: E402
 
-FAKE_CLI = str(ROOT / "tests" / "servers" / "spawn" / "fake_cli.py")
 RUN_S = 0.5
 
 

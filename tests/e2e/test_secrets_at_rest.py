@@ -19,10 +19,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.servers.spawn.conftest import FAKE_CLI, spawn, wait_for_items
 from tests.support.cli import wait_for
 from tests.support.fake_llm import FakeLLM, Reply, free_port, openai_text
 from tests.support.processes import serving
+from tests.support.spawn import FAKE_CLI, spawn, wait_for_items
 
 PROVIDER_KEY = "sk-test-secret"  # what fake_llm_env gives the host
 URL_KEY = "url-key-0f3c9a7d"

@@ -17,9 +17,9 @@ from hermitcrab.host.config import PROFILE_VARIABLES
 from tests.support.cli import wait_for
 from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
 from tests.support.fences import fenced
+from tests.support.spawn import FAKE_CLI
 from tests.support.webhook_host import TOKEN, Host, events_in_main, remember_sink
 
-FAKE_CLI = str(Path(__file__).parents[1] / "servers" / "spawn" / "fake_cli.py")
 PROVIDER_ENV = ("HERMITCRAB_HOME", *PROFILE_VARIABLES)
 
 

@@ -22,8 +22,8 @@ from hermitcrab.host.turn.agent import Agent
 from tests.support.channels import RecordingChannel
 from tests.support.fences import fenced
 from tests.support.scripted_provider import ScriptedProvider
+from tests.support.spawn import FAKE_CLI
 
-FAKE_CLI = str(Path(__file__).parents[1] / "servers" / "spawn" / "fake_cli.py")
 CHAT = Target("test", "chat-7", "ada")
 
 

@@ -28,9 +28,9 @@ from hermitcrab.host.session.transcript import SessionStore
 from tests.support.discord_host import start_run
 from tests.support.fake_discord import OWNER, running_fake_discord
 from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
+from tests.support.spawn import FAKE_CLI
 
 ROOT = Path(__file__).parents[2]
-FAKE_CLI = str(ROOT / "tests" / "servers" / "spawn" / "fake_cli.py")
 TEST_SERVER = str(ROOT / "tests" / "support" / "mcp_test_server.py")
 Trial = Callable[[Path, random.Random], Awaitable[list[str]]]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
@@ -17,8 +16,7 @@ from hermitcrab.servers.memory.server import build_server as memory_server
 from hermitcrab.servers.spawn import Commands, Limits
 from hermitcrab.servers.spawn import build_server as spawn_server
 from tests.support.fuzzing import Tree
-
-FAKE_CLI = str(Path(__file__).parents[1] / "servers" / "spawn" / "fake_cli.py")
+from tests.support.spawn import FAKE_CLI
 
 
 def browser(tree: Tree) -> MCPServer:

@@ -26,9 +26,9 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import INVALID_PARAMS, ResourceUpdatedNotification
 
-from tests.servers.spawn.conftest import FAKE_CLI
 from tests.support.fake_llm import free_port
 from tests.support.processes import serving
+from tests.support.spawn import FAKE_CLI
 
 Transport = Literal["stdio", "http"]
 TRANSPORTS: list[Transport] = ["stdio", "http"]
