@@ -56,6 +56,14 @@ SEEN_MESSAGES = 2000
 RECONNECT_S = 5.0
 LOGIN_BACKOFF = Backoff(attempts=None, first_s=1.0, max_s=60.0)
 TOKEN_HELP = "check [discord] token or DISCORD_TOKEN"
+REFUSED = {
+    4004: f"bot token; {TOKEN_HELP}",
+    4010: "connection: invalid shard (this bot runs unsharded)",
+    4011: "connection: this bot is in too many servers to run unsharded",
+    4012: "connection: invalid gateway API version (update discord.py)",
+    4013: "connection: invalid intents",
+}
+"""Gateway close codes after which discord.py closes the client: the same connection would be refused again."""
 INTENT_HELP = (
     "Discord refused the connection: turn on the Message Content Intent (Developer Portal → your application → "
     "Bot → Privileged Gateway Intents)"
@@ -125,11 +133,13 @@ class DiscordChannel:
             except discord.PrivilegedIntentsRequired:
                 raise LoginRefused(INTENT_HELP) from None
             except Exception as exc:
-                if isinstance(exc, discord.ConnectionClosed) and exc.code == 4004:
-                    raise LoginRefused(f"Discord refused the bot token; {TOKEN_HELP}") from None
+                if isinstance(exc, discord.ConnectionClosed) and exc.code in REFUSED:
+                    raise LoginRefused(f"Discord refused the {REFUSED[exc.code]}") from None
                 logger.exception("discord: the connection failed; reconnecting in %g s", RECONNECT_S)
                 await self._close_socket()
                 await anyio.sleep(RECONNECT_S)
+            if self.client.is_closed():  # discord.py gave up for good: connecting again would return at once, forever
+                raise LoginRefused("Discord closed the connection and discord.py will not reconnect; see the log")
 
     async def _close_socket(self) -> None:
         """Close the socket of the connection discord.py gave up on: it stays open otherwise, its heartbeat thread

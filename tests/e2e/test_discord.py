@@ -279,3 +279,16 @@ def test_a_refused_token_or_a_missing_intent_stops_run_with_one_line(
 
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"error: Discord refused the {says}" in result.stderr and "wrong" not in result.stderr
+
+
+def test_a_close_code_discord_py_gives_up_on_stops_run_with_one_line_instead_of_spinning(
+    discord_api: FakeDiscord, llm: FakeLLM, hermitcrab_home: Path
+):
+    (hermitcrab_home / "config.toml").write_text(CONFIG)
+    discord_api.close_on_identify = 4013  # invalid intents: discord.py closes its client and will not reconnect
+    env = discord_env(hermitcrab_home, llm, discord_api)
+
+    result = subprocess.run([*CLI, "run"], capture_output=True, text=True, env=env, timeout=60, check=False)
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "error: Discord refused the connection: invalid intents" in result.stderr

@@ -78,6 +78,8 @@ class FakeDiscord:
     _interactions: dict[str, str] = field(default_factory=dict[str, str])
     loop: asyncio.AbstractEventLoop | None = None
     message_content_intent: bool = True
+    close_on_identify: int | None = None
+    """A gateway close code to answer IDENTIFY with (as Discord does for a bad shard, version or intents)."""
 
     @property
     def api_base(self) -> str:
@@ -204,6 +206,8 @@ class FakeDiscord:
                 await ws.send_json({"op": 11, "d": None, "s": None, "t": None})
             elif op == 2 and not self.message_content_intent and data["intents"] & MESSAGE_CONTENT:
                 await ws.close(code=4014, message=b"Disallowed intent(s).")
+            elif op == 2 and self.close_on_identify is not None:
+                await ws.close(code=self.close_on_identify, message=b"Refused.")
             elif op == 2:
                 await self._identify(ws)
             elif op == 6:
