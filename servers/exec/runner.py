@@ -65,6 +65,8 @@ class Spec:
     sandbox: Sandbox | None
     roots: Sequence[Path]
     protected: Sequence[Path] = ()
+    writable: Sequence[Path] = ()  # extra read-write paths outside the roots, for a call approved to leave them
+    network: bool | None = None  # None: the sandbox's own setting
 
 
 class Job:
@@ -164,7 +166,14 @@ def _argv(spec: Spec) -> list[str]:
     argv = [bash, "--noprofile", "--norc", "-c", spec.limits.prelude(cpu) + "\n" + spec.command]
     if spec.sandbox is None:
         return argv
-    return spec.sandbox.wrap(argv, roots=spec.roots, protected=spec.protected, workdir=spec.workdir)
+    return spec.sandbox.wrap(
+        argv,
+        roots=spec.roots,
+        protected=spec.protected,
+        workdir=spec.workdir,
+        writable=spec.writable,
+        network=spec.network,
+    )
 
 
 def _thread(target: object, *args: object) -> threading.Thread:

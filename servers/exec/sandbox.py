@@ -82,15 +82,28 @@ class Sandbox:
     hidden: tuple[Path, ...] = ()  # replaced by an empty directory (or /dev/null for a file)
 
     def wrap(
-        self, argv: Sequence[str], *, roots: Sequence[Path], protected: Sequence[Path], workdir: Path
+        self,
+        argv: Sequence[str],
+        *,
+        roots: Sequence[Path],
+        protected: Sequence[Path],
+        workdir: Path,
+        writable: Sequence[Path] = (),
+        network: bool | None = None,
     ) -> list[str]:
-        """`argv` in bwrap: `roots` writable, `protected` paths inside them read-only, `hidden` paths emptied."""
+        """`argv` in bwrap: `roots` writable, `protected` paths inside them read-only, `hidden` paths emptied.
+
+        `writable` (existing paths outside the roots) and `network` (None: the sandbox's setting) widen the
+        sandbox for one call whose leaving it was approved.
+        """
+        online = self.network if network is None else network
         mounts: list[tuple[Path, list[str]]] = [(Path("/tmp"), ["--tmpfs", "/tmp"])]
         mounts += [(run, ["--tmpfs", str(run)]) for run in _RUN if run.is_dir() and not run.is_symlink()]
         resolv = Path(os.path.realpath("/etc/resolv.conf"))
-        if self.network and any(resolv.is_relative_to(run) for run in _RUN) and resolv.exists():
+        if online and any(resolv.is_relative_to(run) for run in _RUN) and resolv.exists():
             mounts.append((resolv, ["--ro-bind", str(resolv), str(resolv)]))  # DNS through a /run stub file
         mounts += [(root, ["--bind", str(root), str(root)]) for root in roots]
+        mounts += [(path, ["--bind", str(path), str(path)]) for path in writable if path.exists()]
         for path in self.hidden:
             if path.is_dir() and path not in roots:
                 mounts.append((path, ["--tmpfs", str(path)]))
@@ -103,7 +116,7 @@ class Sandbox:
         for _, mount in sorted(mounts, key=lambda item: len(item[0].parts)):  # parents before what is inside them
             args += mount
         args += [*_ISOLATION, *_identity()]
-        if not self.network:
+        if not online:
             args.append("--unshare-net")
         args += ["--chdir", str(workdir), "--", *argv]
         return args

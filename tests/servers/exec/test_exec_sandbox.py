@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -13,7 +14,10 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from hermitcrab.servers.exec import Policy, build_server
-from hermitcrab.servers.exec.sandbox import probe
+from hermitcrab.servers.exec.environment import child_environment
+from hermitcrab.servers.exec.output import render
+from hermitcrab.servers.exec.runner import Job, Limits, Spec
+from hermitcrab.servers.exec.sandbox import detect, probe
 
 pytestmark = [
     pytest.mark.anyio,
@@ -110,3 +114,18 @@ async def test_no_capabilities_and_kernel_settings_read_only(server_factory: Cal
     server = server_factory(sandbox="bwrap", security="full")
     out = await run(server, "grep CapEff /proc/self/status; test -w /proc/sys/kernel/hostname && echo writable")
     assert out["stdout"].split() == ["CapEff:", "0000000000000000"]
+
+
+@pytest.mark.parametrize("widened", [False, True])
+async def test_one_call_can_be_given_a_writable_path_and_the_network(
+    workspace: Path, outside: Path, widened: bool
+) -> None:
+    sandbox, _ = detect("bwrap")
+    assert sandbox is not None and sandbox.network is False
+    command = f"touch {outside}/approved.txt; cat /proc/net/dev | tail -n +3 | wc -l"
+    env = child_environment(dict(os.environ), None)
+    extra: dict[str, Any] = {"writable": [outside], "network": True} if widened else {}
+    job = Job(Spec(command, workspace, env, 10, Limits(), sandbox, [workspace], **extra))
+    assert await job.wait(10)
+    interfaces = int(render(job.stdout, 100).text)
+    assert (outside / "approved.txt").exists() is widened and (interfaces > 1) is widened
