@@ -263,7 +263,9 @@ class Manager:
             return fill(self.commands.cli[run.cli or ""], _values(run.task, run.model, run.label, run_dir / TASK_FILE))
         assert self.commands.agent is not None
         argv = [*self.commands.agent, "--run-dir", str(run_dir), "--session", SUBAGENT_SESSION + run.id]
-        argv += ["--label", run.label, *(["--model", run.model] if run.model else [])]
+        if run.label != _label_from(run.task):  # a name the caller chose; one taken from the task stays out of `ps`
+            argv += ["--label", run.label]
+        argv += ["--model", run.model] if run.model else []
         if run.principal != "owner":
             argv += ["--principal", run.principal]
         if run.depth >= self.limits.max_depth:

@@ -35,6 +35,8 @@ async def test_a_group_runs_agent_child_gets_its_principal_and_its_item_the_orig
     assert options[options.index("--principal") + 1] == "group" and argv[groups][-1] == "look it up"
     assert "--principal" not in argv[owners] and argv[owners][-1] == "plan the week"
     assert "look it up" not in argv[groups][:-1]  # the task comes on stdin, where `ps` does not show it
+    assert not any("plan" in word for word in argv[owners][:-1])  # nor a label made from its first words
+    assert options[options.index("--label") + 1] == "lookup"  # a label the caller chose is a name, and is passed
 
 
 async def test_an_item_carries_the_origin_even_when_another_server_announces_it(spawn_server: SpawnServer):
