@@ -16,12 +16,12 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import Field
 
 from hermitcrab.servers._common.arguments import quote, shorten
+from hermitcrab.util.forward_proxy import REFUSED_HEADER, unresolvable
 from hermitcrab.util.outbound import Outbound, OutboundRefused
 
 from . import report
 from .limits import MAX_URL_CHARS, MAX_WAIT_TEXT_CHARS
 from .origins import NAVIGABLE_SCHEMES, OriginPolicy
-from .proxy import REFUSED_HEADER, unresolvable
 from .runner import Runner, tab_lines
 from .session import Session
 from .tab import Tab
