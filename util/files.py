@@ -5,10 +5,11 @@ Every file is created 0600: state holds conversations, tokens and the people the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,20 +18,43 @@ logger = logging.getLogger(__name__)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Replace `path` with `text` so a reader sees the old file or the new one, never a torn one, and a crash leaves
-    no temporary file behind; the folder is synced too, so the rename itself survives a power cut."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # mkstemp: 0600
+    """Replace `path` with `text` (UTF-8, newlines as given); see `atomic_write_bytes`."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = 0o600, dir_fd: int | None = None) -> None:
+    """Replace `path` with `data` so a reader sees the old file or the new one, never a torn one, and a crash leaves
+    no temporary file behind; the folder is synced too, so the rename itself survives a power cut.
+
+    With `dir_fd`, `path` is a name in that folder and nothing on the way is looked up again (the exec server's
+    file tools reach the folder without following symlinks); without it, missing parents are created. `mode` None
+    leaves what the umask makes of 0666, as for a file any program creates.
+    """
+    if dir_fd is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            atomic_write_bytes(Path(path.name), data, mode=mode, dir_fd=folder)
+        finally:
+            os.close(folder)
+        return
+    name = str(path)
+    tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o666 if mode is None else 0o600, dir_fd=dir_fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+            if mode is not None:
+                os.fchmod(fd, mode)
+            os.fsync(fd)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
-    fsync_dir(path.parent)
+    os.fsync(dir_fd)
 
 
 def atomic_write_json(path: Path, data: Any) -> None:

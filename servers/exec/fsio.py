@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from collections.abc import Generator
 from pathlib import Path
+
+from hermitcrab.util.files import atomic_write_bytes
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -68,24 +69,10 @@ def read_regular(dir_fd: int, name: str, max_bytes: int) -> bytes:
         return handle.read(max_bytes + 1)
 
 
-def replace(dir_fd: int, name: str, data: bytes) -> None:
-    """Atomically replace `name` in `dir_fd` (temp file, fsync, rename), keeping an existing file's mode."""
-    try:
-        mode: int | None = stat.S_IMODE(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except FileNotFoundError:
-        mode = None
-    temp = f".{name}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if mode is not None:
-                os.fchmod(fd, mode)
-            os.fsync(fd)
-        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp, dir_fd=dir_fd)
-        raise
-    os.fsync(dir_fd)
+def replace(dir_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
+    """Atomically replace `name` in `dir_fd` with the one atomic write, with permission bits `mode` (by default an
+    existing file's, else what the umask leaves, as for a file any program creates)."""
+    if mode is None:
+        with contextlib.suppress(FileNotFoundError):
+            mode = stat.S_IMODE(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    atomic_write_bytes(Path(name), data, mode=mode, dir_fd=dir_fd)
