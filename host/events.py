@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from .providers.base import Usage
 
 EventKind = Literal["message", "heartbeat", "cron", "webhook", "subagent", "server"]
 Rights = Literal["owner", "peer", "group", "system"]
@@ -150,3 +153,90 @@ class WaitsReady(Protocol):
     """A channel that connects after it starts (a gateway login): recovery waits for it before answering."""
 
     async def wait_ready(self) -> None: ...
+
+
+# A turn as a stream of events: what the loop emits while it works, for channels, the terminal and hooks.
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the model's answer as it arrives; the pieces of one message concatenate to its text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class MessageDone:
+    """One model message is complete: its whole text and how many tool calls it asked for (0 for an answer)."""
+
+    text: str
+    tool_calls: int
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    """The model's tool call began running."""
+
+    call_id: str
+    name: str
+    arguments: str
+    """The call's arguments, shortened to one line for a progress line; never the whole value."""
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    """A tool call ended: whether it succeeded and how long it ran."""
+
+    call_id: str
+    name: str
+    ok: bool
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class Question:
+    """The agent asked the person a question and waits for the answer."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """The conversation was compacted to fit the model's window; sizes in characters."""
+
+    before_chars: int
+    after_chars: int
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """The turn's reply went out to `to` on `channel`."""
+
+    channel: str
+    to: str
+
+
+@dataclass(frozen=True)
+class TurnDone:
+    """The turn ended: its reply (None when silent) and the usage of all its model calls."""
+
+    reply: str | None
+    usage: Usage
+
+
+TurnEvent = TextDelta | MessageDone | ToolStarted | ToolFinished | Question | Compaction | Delivered | TurnDone
+Listener = Callable[[TurnEvent], Awaitable[None]]
+"""A subscriber to a turn's events, awaited once per event in order."""
+
+
+@runtime_checkable
+class Streams(Protocol):
+    """A channel that shows a turn as it happens (a draft edited as the tokens come, an event stream).
+
+    The turn's events (`TextDelta` ... `TurnDone` above) are fanned out by `host/turn/stream.py`: they reach the
+    listener in order, from a queue of its own, so a slow listener holds up neither the model nor the others.
+    """
+
+    def listener(self, target: Target) -> Listener | None:
+        """The subscriber for one turn answering `target`; None when this channel does not stream to it."""
+        ...
