@@ -114,16 +114,30 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CHARSET_VARIABLES = frozenset({"LC_ALL", "LC_CTYPE", "LANG"})
 _SAFE_LOCALE = re.compile(r"^(|C|POSIX|[A-Za-z0-9_@.+-]*\.(?i:utf-?8)(@[A-Za-z0-9_+-]+)?)$")
 
-# Config entries that beat a repository's own .git/config, so an allowed `git status` cannot be turned into a
-# launcher by a config file the model wrote (core.fsmonitor, hooks, pager, ssh command).
+# Config entries that beat a repository's own .git/config (the command scope comes last and wins), so an allowed
+# `git status` cannot be turned into a launcher by a config file the model wrote: every single-valued key that names
+# a program is pinned. Keys that cannot be pinned this way (per-driver filters and textconv, `diff.external`,
+# `include.path`, `core.worktree`, per-remote upload packs) are refused by gitconfig.py when a config sets them.
 GIT_HARDENING = {
     "core.hooksPath": "/dev/null",
     "core.fsmonitor": "false",
     "core.pager": "cat",
+    "core.editor": ":",
+    "sequence.editor": ":",
     "core.sshCommand": "ssh",
+    "core.askPass": "",
+    "core.alternateRefsCommand": "true",
+    "credential.helper": "",  # the empty value drops every helper configured before it
+    "gpg.program": "false",  # signing and verifying fail instead of running what a config names
+    "gpg.openpgp.program": "false",
+    "gpg.x509.program": "false",
+    "gpg.ssh.program": "false",
+    "gpg.ssh.defaultKeyCommand": "false",
     "protocol.ext.allow": "never",
     "protocol.allow": "never",  # then only the usual transports: no `ext::`, no `helper::` remote helpers
-    "protocol.file.allow": "always",
+    # a local push, fetch or clone starts the other repository's upload-pack/receive-pack without this
+    # environment, so its hooks and config would run: local transports are off
+    "protocol.file.allow": "never",
     "protocol.git.allow": "always",
     "protocol.http.allow": "always",
     "protocol.https.allow": "always",
@@ -131,6 +145,25 @@ GIT_HARDENING = {
     "safe.bareRepository": "explicit",  # a directory the model fills with HEAD, objects/, config is not a repo
     "uploadpack.packObjectsHook": "",
 }
+# The global config git reads instead of ~/.gitconfig: a path under /dev/null is always missing (read as empty), and
+# nothing can create it, not even root (a real file named here could be rewritten by `git config --global`).
+EMPTY_GIT_CONFIG = "/dev/null/hermitcrab-gitconfig"
+
+
+def git_environment() -> dict[str, str]:
+    """The variables that pin git's configuration for every command (see GIT_HARDENING)."""
+    env = {
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": EMPTY_GIT_CONFIG,
+        "GIT_CONFIG_COUNT": str(len(GIT_HARDENING)),
+    }
+    for index, (key, value) in enumerate(GIT_HARDENING.items()):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    env["GIT_PROXY_COMMAND"] = ""  # set (even empty), it wins over core.gitProxy, whose first value would win
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_EDITOR"] = env["GIT_SEQUENCE_EDITOR"] = ":"  # never an editor the model could drive through stdin
+    return env
 
 
 def absolute_path(search_path: str) -> str:
@@ -171,11 +204,6 @@ def child_environment(parent: Mapping[str, str], overrides: Mapping[str, str] | 
     env = {k: v for k, v in env.items() if k not in CHARSET_VARIABLES or not is_protected(k, v)}
     env["PATH"] = absolute_path(env.get("PATH") or "/usr/local/bin:/usr/bin:/bin")
     env.setdefault("LANG", "C.UTF-8")
-    env["GIT_CONFIG_COUNT"] = str(len(GIT_HARDENING))
-    for index, (key, value) in enumerate(GIT_HARDENING.items()):
-        env[f"GIT_CONFIG_KEY_{index}"] = key
-        env[f"GIT_CONFIG_VALUE_{index}"] = value
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["GIT_EDITOR"] = env["GIT_SEQUENCE_EDITOR"] = ":"  # never an editor the model could drive through stdin
+    env.update(git_environment())
     env.update(overrides or {})
     return env

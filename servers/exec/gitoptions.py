@@ -130,9 +130,6 @@ _SPECS: dict[str, str] = {
     "--contains? --no-contains? --merged? --no-merged? --column? --color? -n?",
     "remote": "-v -f -n -p --verbose --tags --no-tags --push --all --dry-run --prune --add --delete --auto "
     "-t= -m= --mirror?",
-    "config": "-l -z --get --get-all --get-regexp --list --show-origin --show-scope --name-only --null --bool "
-    "--int --bool-or-int --path --expiry-date --global --system --local --worktree --includes --no-includes "
-    "--get-urlmatch --get-color --get-colorbool --type= --default= -f= --file= --blob=",
     "merge": _MERGE,
     "pull": _FETCH + " " + _MERGE + " -r --no-rebase --rebase?",
     "fetch": _FETCH,

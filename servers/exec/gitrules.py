@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from .gitoptions import SPECS
-from .options import option_use, parse_options
+from .options import option_use, parse_options, spec
 from .shell import Word
 
 # Options before the subcommand that configure git itself, or point it at code (named for the refusal message);
@@ -83,6 +83,30 @@ _RISKY_OPTIONS = {
     "am": ("--exec",),
 }
 _RISKY_ACTIONS = {"bisect": "run", "submodule": "foreach"}
+# `git config` may only read. git stops reading options at the first operand (`git config KEY VALUE --get` sets
+# KEY), so the options come first; `--file`/`--blob` (a file named `--list` can be a symlink `git apply` made to
+# .git/config) and every option that writes are off this list, as are abbreviations.
+_CONFIG = spec(
+    "-l -z --list --null --show-origin --show-scope --name-only --bool --int --bool-or-int --path --expiry-date "
+    "--includes --no-includes --local --worktree --global --system --get --get-all --get-regexp --get-urlmatch "
+    "--get-color --get-colorbool --type= --default=",
+    permute=False,
+)
+# action -> how many operands a read takes ("": no action, `git config KEY`)
+_CONFIG_READS = {
+    "": (1, 1),
+    "-l": (0, 0),
+    "--list": (0, 0),
+    "--get": (1, 2),
+    "--get-all": (1, 2),
+    "--get-regexp": (1, 2),
+    "--get-urlmatch": (2, 2),
+    "--get-color": (1, 2),
+    "--get-colorbool": (1, 2),
+}
+# Subcommands that reach another repository, and where its URL stands among their operands. A local one (a path,
+# `file://`) runs that repository's upload-pack or receive-pack, and so its hooks, without this environment.
+_TRANSPORTS = {"push": 0, "fetch": 0, "pull": 0, "ls-remote": 0, "clone": 0}
 # Options whose value is a path git writes.
 _OUTPUT_OPTIONS = ("-o", "--output", "--output-directory")
 _WRITES_OUTPUT = frozenset(
@@ -132,6 +156,8 @@ def reason(args: Sequence[Word]) -> str | None:
             return f"`git {sub} {option}` can make git run a program or use files the model wrote"
     if _RISKY_ACTIONS.get(sub) in words:
         return f"`git {sub} {_RISKY_ACTIONS[sub]}` runs a shell command"
+    if sub == "config":
+        return _config_problem(rest)
     options = SPECS.get(sub)
     if options is None:
         flagged = next((w for w in words if w.startswith("-")), None)
@@ -139,10 +165,34 @@ def reason(args: Sequence[Word]) -> str | None:
     parsed = parse_options(f"git {sub}", rest, options)
     if parsed.problem is not None:
         return parsed.problem
-    reads = {"--get", "--list", "-l", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool"}
-    if sub == "config" and not (reads & set(words)) and len(parsed.operands) != 1:
-        return "`git config` that sets a value can make git run arbitrary programs"
+    remote = _remote_operand(sub, parsed.operands)
+    if remote is not None and local_url(remote):
+        return (
+            f"`git {sub} {remote}` reaches a local repository, whose hooks and config would run without the hardening"
+        )
     return None
+
+
+def _config_problem(rest: Sequence[Word]) -> str | None:
+    """Why `git config REST` may write (anything but a read this module can account for), or None."""
+    parsed = parse_options("git config", rest, _CONFIG)
+    if parsed.problem is not None:
+        return f"{parsed.problem}; only reads of git's config pass (`git config --get KEY`, `--list`)"
+    actions = [name for name, _ in parsed.options if name in _CONFIG_READS]
+    low, high = _CONFIG_READS[actions[0] if actions else ""] if len(actions) <= 1 else (1, 0)
+    operands = [w.text or "" for w in parsed.operands]
+    if not low <= len(operands) <= high or (not actions and "." not in operands[0]):
+        return "`git config` that sets a value can make git run arbitrary programs (only `--get KEY`, `--list` pass)"
+    return None
+
+
+def _remote_operand(sub: str, operands: Sequence[Word]) -> str | None:
+    """The repository a transport subcommand names on the command line (None: it uses a configured remote)."""
+    texts = [w.text or "" for w in operands]
+    if sub == "submodule" and texts[:1] == ["add"]:
+        return texts[1] if len(texts) > 1 else None
+    index = _TRANSPORTS.get(sub)
+    return texts[index] if index is not None and len(texts) > index else None
 
 
 # Subcommands that only read the repository; every other one may write into its git directory.
@@ -231,7 +281,7 @@ def written(args: Sequence[Word]) -> list[Word]:
     # remote's URL: it must be inside the roots too (a URL with a host is not a path).
     remotes = {"push": positional[:1], "clone": positional[:1], "remote": positional[2:3], "submodule": positional[1:2]}
     for word in remotes.get(sub or "", []):
-        if word.text is not None and _local(word.text):
+        if word.text is not None and local_url(word.text):
             paths.append(Word(word.raw, word.text.removeprefix("file://")))
     if sub in _WRITES_OUTPUT:
         for i, word in enumerate(rest):
@@ -244,13 +294,33 @@ def written(args: Sequence[Word]) -> list[Word]:
     return paths
 
 
-def _local(url: str | None) -> bool:
+def local_url(url: str | None) -> bool:
     """Whether a repository argument names a local path (not a remote's name, not a URL with a host)."""
     if url is None or url.startswith("file://"):
         return url is not None
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", url) or re.match(r"^[^/]+:", url):
         return False
     return "/" in url or url in (".", "..") or url.startswith("~")
+
+
+def repository_options(args: Sequence[Word]) -> tuple[str | None, list[str]]:
+    """The subcommand and the options before it that choose the repository and its config (`-C`, `--git-dir`,
+    `--work-tree`, as literal words), so gitconfig.py can ask git for the config this call reads."""
+    sub, rest = _split(args)
+    before = args[: len(args) - len(rest) - (sub is not None)]
+    chosen: list[str] = []
+    for index, word in enumerate(before):
+        text = word.text or ""
+        if text in ("-C", "--git-dir", "--work-tree") and index + 1 < len(before):
+            chosen += [text, before[index + 1].text or ""]
+        elif text.startswith(("--git-dir=", "--work-tree=")):
+            chosen.append(text)
+    return sub, chosen
+
+
+def uses_remotes(sub: str | None) -> bool:
+    """Whether `git SUB` may reach a configured remote (whose URL may be a local repository)."""
+    return sub in _TRANSPORTS or sub in ("remote", "submodule")
 
 
 def _split(args: Sequence[Word]) -> tuple[str | None, Sequence[Word]]:

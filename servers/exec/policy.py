@@ -20,6 +20,7 @@ from typing import Literal
 from . import environment, programs, rules
 from .expansions import VARIABLE_BUILTINS, variable_name_problem
 from .files import Files
+from .gitconfig import GitConfigs
 from .pathrules import PathRules
 from .paths import through_proc
 from .shell import ParsedLine, Redirect, ShellSyntaxError, SimpleCommand, Word, parse
@@ -211,6 +212,7 @@ class Checker:
         self.search_path = environment.absolute_path(search_path)
         self.home = home
         self.allowlist = Allowlist(policy.allow, self.search_path)
+        self.git_configs = GitConfigs(self.search_path, home)
         self._memo: dict[tuple[str, str], str | None] = {}
 
     def check(
@@ -236,6 +238,7 @@ class Checker:
             return Verdict(misses=(Miss(line, f"it could not be parsed ({exc}), so it cannot be checked"),))
         scan = _Scan()
         self._memo = {}  # one line names the same binaries many times
+        self.git_configs.forget()
         approved_paths = set(approved)
         cwds = self._possible_cwds(parsed, str(workdir))
         for problem in parsed.problems:
@@ -331,7 +334,9 @@ class Checker:
         reading = programs.reading(base, args)
         reasons = [rules.special_reason(base, args), rules.inline_code_reason(base, args)]
         reasons += [reading.problem if reading else None, self.paths.computed_argument(base, args, cwds)]
-        reasons += [self.paths.git_repository_problem(args, cwds) if base == "git" else None]
+        if base == "git":
+            reasons += [self.paths.git_repository_problem(args, cwds)]
+            reasons += [self.git_configs.problem(binary, args, cwd) for cwd in dict.fromkeys(cwds)]
         for reason in reasons:
             if reason is not None:
                 scan.miss(raw, reason)
