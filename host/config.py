@@ -135,6 +135,8 @@ class ProviderProfile:
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
     api_key_env: str | None = None
+    stream: bool = True
+    """Ask for the answer as a stream when someone watches the turn; false for a server that streams badly."""
 
     @property
     def label(self) -> str:
@@ -232,6 +234,8 @@ class WebhookSettings:
 
 
 DmPolicy = Literal["pairing", "allowlist", "open", "disabled"]
+StreamMode = Literal["off", "partial", "progress"]
+"""A Discord reply while it is written: one message at the end, a draft with the text so far, or tool lines only."""
 
 
 @dataclass(frozen=True, config=_TABLE)
@@ -262,6 +266,10 @@ class DiscordSettings:
     allow_from: tuple[str, ...] = ()
     guilds: Mapping[str, DiscordGuildRule] = Field(default_factory=dict[str, DiscordGuildRule])
     max_text_attachment_bytes: int = Field(default=100_000, ge=0)
+    stream: StreamMode = "partial"
+    """How a reply in a DM is shown while it is written (docs/discord.md: Streaming)."""
+    stream_in_guilds: StreamMode = "progress"
+    """The same in guild channels and threads: tool lines only, no half-written text in front of everyone."""
     api_base: str | None = None
     gateway_url: str | None = None
 

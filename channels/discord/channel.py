@@ -3,7 +3,9 @@
 In: a message that passes `Access` becomes one `message` event whose `chat` tells the host how to route it (DM,
 guild channel, thread); attachments become text; the bot ignores itself, other bots and a message it already saw
 (a replayed dispatch). Out: replies go through `delivery.Outbox`; questions with choices get buttons; "typing…"
-shows from the start of a turn to its reply.
+shows from the start of a turn to its reply. A reply to a message is streamed into a draft (`draft.py`) that its
+delivery finalises: by default with the text as it comes in DMs (`partial`), with tool lines only in guild channels
+and threads (`progress`), where everyone in the channel would watch half-written sentences being rewritten.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from hermitcrab.channels.pairing import Issued, Refused
-from hermitcrab.host.events import ChatType, Event, Target
+from hermitcrab.host.events import ChatType, Event, Listener, Target
 from hermitcrab.util.retry import Backoff, retrying
 
 from .access import Access, Where
 from .attachments import describe
 from .delivery import DeliveryFailed, Outbox, conversation_problem
+from .draft import Draft, StreamMode
+from .drafts import DraftRecords
 from .prompt import ChoiceButtons
 from .welcome import announce_approvals, tell_owners
 
@@ -92,7 +96,18 @@ class DiscordChannel:
         "or headings, often read on a phone; keep replies short and lists narrow"
     )
 
-    def __init__(self, token: str, access: Access, submit: Submit, *, inbox: Path, max_text_bytes: int) -> None:
+    def __init__(
+        self,
+        token: str,
+        access: Access,
+        submit: Submit,
+        *,
+        inbox: Path,
+        max_text_bytes: int,
+        drafts: Path,
+        stream: StreamMode = "partial",
+        stream_in_guilds: StreamMode = "progress",
+    ) -> None:
         self._token = token
         self.access = access
         self._submit = submit
@@ -105,6 +120,10 @@ class DiscordChannel:
         self._asking: dict[tuple[str, str | None], int] = {}
         self.outbox = Outbox(self.client)
         self._inbound: dict[str, anyio.Lock] = {}
+        self._stream: StreamMode = stream
+        self._stream_in_guilds: StreamMode = stream_in_guilds
+        self._records = DraftRecords(drafts)
+        self._drafts: dict[str, Draft] = {}
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Log in, then stay connected (discord.py resumes a dropped gateway session) until cancelled.
@@ -173,8 +192,38 @@ class DiscordChannel:
     # --- the host's side: Channel ---
 
     async def send(self, target: Target, text: str) -> None:
-        """Deliver `text` in parts; raise if any part could not be delivered after retries."""
-        await self._post(target, text)
+        """Deliver `text` in parts; raise if any part could not be delivered after retries. The reply to a message
+        whose draft is on screen (streamed in this turn, or left by a crash and recorded) replaces that draft."""
+        answering = target.reply_to or ""
+        draft = self._drafts.pop(answering, None)
+        if draft is None and self._records.get(answering):
+            draft = Draft(self.outbox, target, "off", self._records)
+        if draft is None:
+            await self._post(target, text)
+            return
+        self._stop_typing(target.conversation)
+        await draft.finish(text)
+
+    def listener(self, target: Target) -> Listener | None:
+        """A draft for the reply to a person's message, in the conversation's stream mode; None for mode `off` and
+        for what answers no message (announcements, a slash command's follow-up): those arrive whole."""
+        answering = target.reply_to or ""
+        if self._group is None or not answering.isdigit() or conversation_problem(target.conversation) is not None:
+            return None
+        mode = self._stream_in_guilds if self._in_guild(target.conversation) else self._stream
+        if mode == "off":
+            return None
+        conversation = target.conversation
+        draft = Draft(self.outbox, target, mode, self._records, on_shown=lambda: self._stop_typing(conversation))
+        self._drafts[answering] = draft
+        while len(self._drafts) > SEEN_MESSAGES:  # drafts whose reply never came (a delivery that failed)
+            del self._drafts[next(iter(self._drafts))]
+        self._group.start_soon(_logged, f"drafting in {conversation}", draft.run)
+        return draft.on_event
+
+    def _in_guild(self, conversation: str) -> bool:
+        found = self.client.get_channel(int(conversation))
+        return isinstance(found, discord.abc.GuildChannel | discord.Thread)
 
     async def typing(self, target: Target) -> None:
         """Keep "typing…" showing in the conversation until the next message is sent there."""

@@ -3,14 +3,16 @@
 discord.py's HTTP client already retries 5xx answers and 429s (honouring retry-after); here a missing permission and
 network errors are tried again with backoff. A part that still fails raises `DeliveryFailed`, and the next
 successful send to that conversation starts with a note of what was lost, so nothing is silently claimed as sent.
-The first part answers the triggering message (or completes a deferred slash command).
+The first part answers the triggering message (or completes a deferred slash command). A streamed reply's draft
+(`draft.py`) posts, edits and deletes single messages here, under the same retries and the same `DeliveryFailed`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import discord
 
@@ -22,6 +24,7 @@ from .split import split_message
 logger = logging.getLogger(__name__)
 
 SEND_BACKOFF = Backoff(attempts=3, first_s=0.5)
+_T = TypeVar("_T")
 
 
 class DeliveryFailed(Exception):
@@ -77,6 +80,23 @@ class Outbox:
                 part = _Part(part.channel, None, None)
         return sent
 
+    async def post_one(self, target: Target, text: str, *, answering: bool) -> str:
+        """Send one message (answering the triggering message when `answering`); its id once Discord confirmed it."""
+        if (problem := conversation_problem(target.conversation)) is not None:
+            raise NotAChannel(problem)
+        channel = self.client.get_partial_messageable(int(target.conversation))
+        part = _Part(channel, _reference(target) if answering else None, None)
+        return str((await _send(part, text, None)).id)
+
+    async def edit(self, conversation: str, message_id: str, text: str) -> None:
+        """Replace the content of a message the bot sent."""
+        message = self.client.get_partial_messageable(int(conversation)).get_partial_message(int(message_id))
+        await _confirmed("a Discord edit", lambda: message.edit(content=text))
+
+    async def delete(self, conversation: str, message_id: str) -> None:
+        message = self.client.get_partial_messageable(int(conversation)).get_partial_message(int(message_id))
+        await _confirmed("a Discord delete", message.delete)
+
 
 @dataclass(frozen=True)
 class _Part:
@@ -97,10 +117,14 @@ class _Part:
 
 async def _send(part: _Part, text: str, view: discord.ui.View | None) -> discord.Message:
     """One message, tried again with backoff on a missing permission or a network error."""
+    return await _confirmed("a Discord send", lambda: part.send(text, view))
+
+
+async def _confirmed(what: str, call: Callable[[], Awaitable[_T]]) -> _T:
+    """`call`'s result once Discord confirmed it, tried again on a missing permission or a network error; anything
+    still failing is a `DeliveryFailed` saying why."""
     try:
-        return await retrying(
-            "a Discord send", lambda: part.send(text, view), (discord.Forbidden, OSError, TimeoutError), SEND_BACKOFF
-        )
+        return await retrying(what, call, (discord.Forbidden, OSError, TimeoutError), SEND_BACKOFF)
     except discord.Forbidden as exc:
         raise DeliveryFailed(f"missing permission: {exc.text or exc.status}"[:200]) from exc
     except discord.HTTPException as exc:

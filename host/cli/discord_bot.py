@@ -31,7 +31,14 @@ async def start(token: str, settings: Settings, gateway: Gateway, group: TaskGro
     access = Access(config.dm_policy, config.allow_from, config.guilds, pairing, owners=config.owners)
     inbox = settings.workspace / "inbox" / "discord"
     channel = DiscordChannel(
-        token, access, gateway.submit, inbox=inbox, max_text_bytes=config.max_text_attachment_bytes
+        token,
+        access,
+        gateway.submit,
+        inbox=inbox,
+        max_text_bytes=config.max_text_attachment_bytes,
+        drafts=settings.state / "discord" / "drafts.json",
+        stream=config.stream,
+        stream_in_guilds=config.stream_in_guilds,
     )
     gateway.add_channel(channel)
     await group.start(_serve, channel)

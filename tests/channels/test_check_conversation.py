@@ -21,7 +21,9 @@ async def _ignore(event: Event) -> None:
 @pytest.fixture
 def discord_channel(tmp_path: Path) -> DiscordChannel:
     access = Access("pairing", (), {}, PairingStore(tmp_path))
-    return DiscordChannel("token", access, _ignore, inbox=tmp_path / "inbox", max_text_bytes=1000)
+    return DiscordChannel(
+        "token", access, _ignore, inbox=tmp_path / "inbox", max_text_bytes=1000, drafts=tmp_path / "drafts.json"
+    )
 
 
 def test_a_discord_conversation_is_a_channel_id(discord_channel: DiscordChannel):

@@ -4,9 +4,12 @@ makes.
 Gateway: HELLO, IDENTIFY → READY (with this server's own `resume_gateway_url`) and GUILD_CREATE, heartbeats and
 their ACKs, RESUME (the dispatches the client missed are replayed, then RESUMED), MESSAGE_CREATE and
 INTERACTION_CREATE from the test. REST: the login calls, slash command registration, opening a DM, messages
-(sent, edited, with replies and buttons), typing, interaction callbacks and follow-ups, attachment downloads. A test
-can make the next sends fail with a status (`fail_sends`), drop the gateway connection (`drop`), send a dispatch
-discord.py cannot parse (`garble`) and count the gateway sockets still open (`open_sockets`).
+(sent, edited, deleted, with replies and buttons), typing, interaction callbacks and follow-ups, attachment downloads.
+Edits are recorded with their content and time (`edits`) and rate limited per channel as Discord does
+(`EDITS_PER_WINDOW` in `EDIT_WINDOW_S`, then 429 with `retry_after`, each one counted in `limited`), so a test can
+prove a client stays under the limit. A test can make the next sends or edits fail with a status (`fail_sends`,
+`fail_edits`), drop the gateway connection (`drop`), send a dispatch discord.py cannot parse (`garble`) and count the
+gateway sockets still open (`open_sockets`).
 
 It runs on its own event loop in a thread; the test talks to it through plain methods.
 """
@@ -14,6 +17,7 @@ It runs on its own event loop in a thread; the test talks to it through plain me
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime as dt
 import itertools
 import json
@@ -41,6 +45,9 @@ STRANGER = "700000000000000002"
 API = "/api/v10"
 MESSAGE_CONTENT = 1 << 15
 GATEWAY_MESSAGE_CONTENT_LIMITED = 1 << 19  # the application flag of a bot whose Message Content Intent is on
+EDITS_PER_WINDOW = 5
+EDIT_WINDOW_S = 5.0
+"""Discord's bucket for editing messages in one channel: 5 edits per 5 seconds, then 429."""
 Json = dict[str, Any]
 
 
@@ -54,6 +61,18 @@ class Sent:
     reply_to: str | None
     components: list[Json]
     via: str = "channel"
+    at: float = field(default_factory=time.monotonic)
+    """When the fake stored it (`time.monotonic()`)."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One accepted edit of a message's content: which message, its new content, and when (`time.monotonic()`)."""
+
+    message_id: str
+    channel_id: str
+    content: str
+    at: float
 
 
 @dataclass
@@ -67,7 +86,13 @@ class FakeDiscord:
     resumes: int = 0
     commands: list[Json] = field(default_factory=list[Json])
     files: dict[str, bytes] = field(default_factory=dict[str, bytes])
+    edits: list[Edit] = field(default_factory=list[Edit])
+    deleted: list[Sent] = field(default_factory=list[Sent])
+    limited: int = 0
+    """Edits answered 429 because the channel's edit bucket was empty."""
     _failures: list[int] = field(default_factory=list[int])
+    _edit_failures: list[int] = field(default_factory=list[int])
+    _recent_edits: dict[str, collections.deque[float]] = field(default_factory=dict[str, collections.deque[float]])
     _session: str | None = None
     _seq: int = 0
     _log: list[Json] = field(default_factory=list[Json])
@@ -169,6 +194,10 @@ class FakeDiscord:
         """The next message sends answer with these statuses, one each, before sends succeed again."""
         self._failures.extend(statuses)
 
+    def fail_edits(self, *statuses: int) -> None:
+        """The next message edits answer with these statuses, one each, before edits succeed again."""
+        self._edit_failures.extend(statuses)
+
     def drop(self) -> None:
         """Cut the gateway connection without a close frame, as a network failure would."""
 
@@ -188,6 +217,9 @@ class FakeDiscord:
 
     def in_channel(self, channel: str) -> list[Sent]:
         return [s for s in self.sent if s.channel_id == channel]
+
+    def edits_of(self, message_id: str) -> list[Edit]:
+        return [e for e in self.edits if e.message_id == message_id]
 
     # --- gateway ---
 
@@ -268,6 +300,7 @@ class FakeDiscord:
                 web.post(f"{API}/users/@me/channels", self._open_dm),
                 web.post(f"{API}/channels/{{channel}}/messages", self._send),
                 web.patch(f"{API}/channels/{{channel}}/messages/{{message}}", self._edit),
+                web.delete(f"{API}/channels/{{channel}}/messages/{{message}}", self._delete),
                 web.post(f"{API}/channels/{{channel}}/typing", self._typing),
                 web.post(f"{API}/interactions/{{interaction}}/{{token}}/callback", self._callback),
                 web.post(f"{API}/webhooks/{{app}}/{{token}}", self._followup),
@@ -323,13 +356,42 @@ class FakeDiscord:
         return _json(_bot_message(sent))
 
     async def _edit(self, request: web.Request) -> web.Response:
+        if self._edit_failures:
+            return _json({"message": "scripted failure", "code": 0}, self._edit_failures.pop(0))
+        channel = request.match_info["channel"]
+        if (wait := self._edit_wait(channel)) > 0:
+            self.limited += 1
+            limited = {"message": "You are being rate limited.", "retry_after": round(wait, 3), "global": False}
+            return _json(limited, 429, {"Via": "1.1 google", "Retry-After": str(max(1, round(wait)))})
         body = await request.json()
-        sent = next(s for s in self.sent if s.id == request.match_info["message"])
+        sent = next((s for s in self.sent if s.id == request.match_info["message"]), None)
+        if sent is None:
+            return _json({"message": "Unknown Message", "code": 10008}, 404)
         if "content" in body:
             sent.content = body["content"]
+            self.edits.append(Edit(sent.id, channel, sent.content, time.monotonic()))
         if "components" in body:
             sent.components = body["components"] or []
         return _json(_bot_message(sent))
+
+    def _edit_wait(self, channel: str) -> float:
+        """Seconds until the channel's edit bucket has room again; 0 when this edit may go (and is counted)."""
+        now = time.monotonic()
+        recent = self._recent_edits.setdefault(channel, collections.deque())
+        while recent and now - recent[0] >= EDIT_WINDOW_S:
+            recent.popleft()
+        if len(recent) >= EDITS_PER_WINDOW:
+            return EDIT_WINDOW_S - (now - recent[0])
+        recent.append(now)
+        return 0.0
+
+    async def _delete(self, request: web.Request) -> web.Response:
+        sent = next((s for s in self.sent if s.id == request.match_info["message"]), None)
+        if sent is None:
+            return _json({"message": "Unknown Message", "code": 10008}, 404)
+        self.sent.remove(sent)
+        self.deleted.append(sent)
+        return web.Response(status=204)
 
     async def _typing(self, request: web.Request) -> web.Response:
         self.typing.append(request.match_info["channel"])

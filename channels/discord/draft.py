@@ -1,0 +1,205 @@
+"""A reply shown on Discord while the model writes it: a draft message, edited as the text grows, then finalised.
+
+The draft is posted as soon as there is something to show (the first words in `partial` mode, the first tool call
+in `progress` mode) and edited at most once every `EDIT_EVERY_S`, counted from the end of the previous request, which
+keeps a conversation well inside Discord's edit bucket (5 per 5 s per channel). A tool call shows as a short line
+under the text while it runs. Text past 2,000 characters continues in further messages, cut by `split_message`
+exactly as a finished reply is, so fences stay whole. The reply itself (`finish`, from the channel's `send`) turns
+the draft into the answer: every message edited to its final part, extra ones deleted, so one reply is never two
+messages; a message that cannot be edited is sent anew and the stale one deleted. The message ids are recorded
+(`drafts.py`) so a restart's answer replaces a draft that a crash left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import anyio
+
+from hermitcrab.host.events import (
+    MessageDone,
+    Question,
+    Target,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnDone,
+    TurnEvent,
+)
+
+from .delivery import DeliveryFailed, Outbox
+from .drafts import DraftRecords
+from .split import split_message
+
+logger = logging.getLogger(__name__)
+
+StreamMode = Literal["off", "partial", "progress"]
+"""What a draft shows while the turn runs: nothing (one message at the end), the text so far and tool lines, or tool
+lines only."""
+EDIT_EVERY_S = 1.0
+PROGRESS_LINES = 4
+"""Tool lines a draft shows at most: the latest ones."""
+ARGUMENTS_CHARS = 60
+
+
+@dataclass
+class _Shown:
+    """One message of the draft: its id and the content Discord has (None after a restart: not known)."""
+
+    id: str
+    content: str | None
+
+
+class Draft:
+    """The draft of one reply to one message. `on_event` is the turn's listener; `finish` is the reply's delivery."""
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        target: Target,
+        mode: StreamMode,
+        records: DraftRecords,
+        *,
+        on_shown: Callable[[], None] = lambda: None,
+    ) -> None:
+        assert target.reply_to is not None  # only a reply to a message is drafted: the key of its record
+        self._outbox = outbox
+        self._target = target
+        self._answering = target.reply_to
+        self._mode: StreamMode = mode
+        self._records = records
+        self._on_shown = on_shown
+        self._shown = [_Shown(ident, None) for ident in records.get(self._answering)]
+        self._text = ""
+        self._new_message = False
+        self._tools: dict[str, str] = {}
+        self._dirty = anyio.Event()
+        self._lock = anyio.Lock()
+        self._finished = False
+        self._next_edit = 0.0
+
+    @property
+    def messages(self) -> list[str]:
+        return [shown.id for shown in self._shown]
+
+    async def run(self) -> None:
+        """Keep the draft in step with the turn until `finish` or `discard`; run it in the channel's task group."""
+        while not self._finished:
+            await self._dirty.wait()
+            self._dirty = anyio.Event()
+            await anyio.sleep_until(self._next_edit)
+            async with self._lock:
+                if self._finished:
+                    return
+                await self._show(self._render(), final=False)
+                self._next_edit = anyio.current_time() + EDIT_EVERY_S
+
+    async def on_event(self, event: TurnEvent) -> None:
+        if isinstance(event, TextDelta):
+            if self._new_message:
+                self._text, self._new_message = "", False
+            self._text += event.text
+        elif isinstance(event, MessageDone):
+            self._new_message = True  # its text stays on screen until the next message's first words
+        elif isinstance(event, ToolStarted):
+            self._tools[event.call_id] = f"-# ⚙️ {event.name} {_inline(event.arguments)}".rstrip()
+        elif isinstance(event, ToolFinished):
+            sign = "✅" if event.ok else "❌"
+            self._tools[event.call_id] = f"-# {sign} {event.name} · {event.duration_s:.1f} s"
+        elif isinstance(event, Question):
+            await self._start_over()  # the answer belongs below the question, not in a message above it
+            return
+        elif isinstance(event, TurnDone):
+            self._close()  # what is on screen stays until the reply replaces it
+            if not event.reply:
+                await self.discard()  # a silent turn: nothing to finish the draft with
+            return
+        else:
+            return
+        self._dirty.set()
+
+    async def finish(self, text: str) -> None:
+        """Make the draft the reply `text` (no sooner than a second after the last edit); DeliveryFailed when a part
+        could be neither edited nor sent."""
+        self._close()
+        async with self._lock:
+            await anyio.sleep_until(self._next_edit)
+            await self._show(text, final=True)
+            self._records.drop(self._answering)
+
+    async def discard(self) -> None:
+        """Take the draft down: the turn ended without a reply to put there."""
+        self._close()
+        async with self._lock:
+            await self._delete(self._shown)
+            self._shown = []
+            self._records.drop(self._answering)
+
+    def _close(self) -> None:
+        self._finished = True
+        self._dirty.set()
+
+    async def _start_over(self) -> None:
+        async with self._lock:
+            await self._delete(self._shown)
+            self._shown, self._text, self._tools = [], "", {}
+            self._records.drop(self._answering)
+
+    def _render(self) -> str:
+        lines = list(self._tools.values())[-PROGRESS_LINES:]
+        shown = [self._text.strip()] if self._mode == "partial" else []
+        return "\n\n".join(part for part in [*shown, "\n".join(lines)] if part)
+
+    async def _show(self, text: str, *, final: bool) -> None:
+        """Bring the messages in line with `text`'s parts: edit those that differ, post what is new, and (final)
+        delete what is left over. While drafting a failure is logged and tried again at the next edit."""
+        parts = split_message(text)
+        try:
+            for number, part in enumerate(parts):
+                if number >= len(self._shown):
+                    ident = await self._outbox.post_one(self._target, part, answering=number == 0)
+                    self._shown.append(_Shown(ident, part))
+                    self._records.put(self._answering, self.messages)
+                    self._on_shown()
+                elif self._shown[number].content != part:
+                    await self._replace(number, part)
+        except DeliveryFailed:
+            if final:
+                raise
+            logger.warning("discord: the draft in %s could not be updated", self._target.conversation, exc_info=True)
+            return
+        if final:
+            await self._delete(self._shown[len(parts) :])
+            del self._shown[len(parts) :]
+
+    async def _replace(self, number: int, part: str) -> None:
+        """Edit message `number` to `part`; one that cannot be edited (deleted by someone, refused) is sent anew."""
+        shown = self._shown[number]
+        try:
+            await self._outbox.edit(self._target.conversation, shown.id, part)
+            shown.content = part
+            return
+        except DeliveryFailed as failure:
+            logger.info("discord: could not edit message %s (%s); sending it anew", shown.id, failure)
+        ident = await self._outbox.post_one(self._target, part, answering=number == 0)
+        await self._delete([shown])
+        self._shown[number] = _Shown(ident, part)
+        self._records.put(self._answering, self.messages)
+
+    async def _delete(self, messages: list[_Shown]) -> None:
+        for shown in messages:
+            try:
+                await self._outbox.delete(self._target.conversation, shown.id)
+            except DeliveryFailed as failure:
+                logger.info("discord: could not delete draft message %s: %s", shown.id, failure)
+
+
+def _inline(arguments: str) -> str:
+    """A tool call's arguments as inline code on one short line (backticks taken out so they cannot close it)."""
+    flat = " ".join(arguments.replace("`", "'").split())
+    if not flat:
+        return ""
+    return f"`{flat[:ARGUMENTS_CHARS]}{'…' if len(flat) > ARGUMENTS_CHARS else ''}`"
