@@ -6,6 +6,7 @@ HermitcrabError
  │    ├── RetryableProviderError   429, 5xx, timeouts: worth another try
  │    ├── ContextOverflowError     the conversation no longer fits the model's window: compact, then retry
  │    └── AllProvidersFailed       every configured profile failed
+ ├── StreamCutError         a model's stream broke off after its first words were shown: not failed over
  └── ToolServerError        an MCP server could not be started or reached
 """
 
@@ -42,6 +43,16 @@ class ContextOverflowError(ProviderError):
 
 class AllProvidersFailed(ProviderError):
     """Every configured provider profile failed; the message lists why each one did."""
+
+
+class StreamCutError(HermitcrabError):
+    """A streamed answer broke off after some of it reached the listeners: trying another profile would say it twice.
+
+    Not a ProviderError, so failover lets it through; the turn ends with `said` and a notice instead."""
+
+    def __init__(self, message: str, *, said: str) -> None:
+        super().__init__(message)
+        self.said = said
 
 
 class ToolServerError(HermitcrabError):

@@ -1,11 +1,13 @@
-"""POST JSON to a provider with retries (exponential backoff, jitter, Retry-After) and error mapping."""
+"""POST JSON to a provider with retries (exponential backoff, jitter, Retry-After) and error mapping, for a whole
+answer or a stream."""
 
 from __future__ import annotations
 
 import email.utils
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import httpx
@@ -59,6 +61,24 @@ class HttpProvider:
             max_retries=self.profile.max_retries,
         )
 
+    @asynccontextmanager
+    async def _open_stream(
+        self, path: str, payload: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> AsyncGenerator[httpx.Response]:
+        """POST asking for a stream, retried like `_post` until the server answers; the response is read inside."""
+        url = f"{self.profile.base_url}{path}"
+        timeout_s = self.profile.timeout_s
+        response = await retrying(
+            f"POST {url}",
+            lambda: _send(self.client, url, payload, headers, timeout_s, stream=True),
+            retry_wait,
+            backoff(self.profile.max_retries, 0.5),
+        )
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
 
 def backoff(max_retries: int, base_delay_s: float) -> Backoff:
     """Exponential backoff with jitter: the wait after the n-th failure lies between half of `base_delay_s * 2**(n-1)`
@@ -76,23 +96,49 @@ def retry_wait(error: Exception) -> bool | float:
 async def _post_once(
     client: httpx.AsyncClient, url: str, payload: Mapping[str, Any], headers: Mapping[str, str], timeout_s: float
 ) -> dict[str, Any]:
+    response = await _send(client, url, payload, headers, timeout_s, stream=False)
+    return json_body(response)
+
+
+async def _send(
+    client: httpx.AsyncClient,
+    url: str,
+    payload: Mapping[str, Any],
+    headers: Mapping[str, str],
+    timeout_s: float,
+    *,
+    stream: bool,
+) -> httpx.Response:
+    """One POST; an error status is raised as the ProviderError it means. A streamed response is left open."""
+    request = client.build_request("POST", url, json=payload, headers=dict(headers), timeout=timeout_s)
     try:
-        response = await client.post(url, json=payload, headers=dict(headers), timeout=timeout_s)
+        response = await client.send(request, stream=stream)
     except httpx.TimeoutException as exc:
         raise RetryableProviderError(f"timed out after {timeout_s:g}s") from exc
     except httpx.TransportError as exc:
         raise RetryableProviderError(f"could not reach {url}: {exc}") from exc
+    if not response.is_error:
+        return response
+    try:
+        await response.aread()
+    except httpx.TransportError as exc:
+        raise RetryableProviderError(f"HTTP {response.status_code}, and the body broke off: {exc}") from exc
+    finally:
+        await response.aclose()
     if response.status_code in RETRYABLE_STATUS:
         raise RetryableProviderError(
             f"HTTP {response.status_code}: {_error_text(response)}",
             status=response.status_code,
             retry_after=parse_retry_after(response.headers.get("retry-after")),
         )
-    if response.is_error:
-        message = f"HTTP {response.status_code}: {_error_text(response)}"
-        if response.status_code in (400, 413) and CONTEXT_OVERFLOW.search(message):
-            raise ContextOverflowError(message, status=response.status_code)
-        raise ProviderError(message, status=response.status_code)
+    message = f"HTTP {response.status_code}: {_error_text(response)}"
+    if response.status_code in (400, 413) and CONTEXT_OVERFLOW.search(message):
+        raise ContextOverflowError(message, status=response.status_code)
+    raise ProviderError(message, status=response.status_code)
+
+
+def json_body(response: httpx.Response) -> dict[str, Any]:
+    """The (read) response's body as a JSON object, or a ProviderError saying what came instead."""
     try:
         body: object = response.json()
     except ValueError as exc:

@@ -1,4 +1,4 @@
-"""The Anthropic Messages API: tool_use and tool_result content blocks."""
+"""The Anthropic Messages API: tool_use and tool_result content blocks, whole or streamed."""
 
 from __future__ import annotations
 
@@ -9,13 +9,20 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import ProviderError
 from ._http import HttpProvider
-from .base import Completion, Message, ToolCall, ToolSpec, Usage, register
+from .base import Completion, Message, TextSink, ToolCall, ToolSpec, Usage, register, tool_call
+from .streaming import read_stream
 
 API_VERSION = "2023-06-01"
 
 
 class AnthropicProvider(HttpProvider):
-    async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        on_delta: TextSink | None = None,
+    ) -> Completion:
         payload: dict[str, Any] = {
             "model": self.profile.model,
             "system": system,
@@ -29,7 +36,12 @@ class AnthropicProvider(HttpProvider):
         headers = {"anthropic-version": API_VERSION}
         if self.profile.api_key:
             headers["x-api-key"] = self.profile.api_key
-        return from_wire(await self._post("/v1/messages", payload, headers), self.label)
+        if on_delta is None or not self.profile.stream:
+            return from_wire(await self._post("/v1/messages", payload, headers), self.label)
+        async with self._open_stream("/v1/messages", payload | {"stream": True}, headers) as response:
+            return await read_stream(
+                response, EventAssembler(self.label), lambda body: from_wire(body, self.label), on_delta
+            )
 
 
 def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -93,6 +105,93 @@ def from_wire(body: dict[str, Any], label: str) -> Completion:
         model=response.model,
         provider=label,
     )
+
+
+class _StreamBlock(BaseModel):
+    type: str
+    text: str = ""
+    id: str = ""
+    name: str = ""
+
+
+class _BlockDelta(BaseModel):
+    type: str
+    text: str = ""
+    partial_json: str = ""
+
+
+class _StreamEvent(BaseModel):
+    type: str
+    index: int = 0
+    message: _Response | None = None
+    content_block: _StreamBlock | None = None
+    delta: _BlockDelta | dict[str, Any] | None = None
+    usage: _WireUsage | None = None
+    error: dict[str, Any] | None = None
+
+
+class EventAssembler:
+    """A Messages API stream: `message_start` (model, input tokens), per content block a `content_block_start` then
+    `content_block_delta`s (`text_delta`, or `input_json_delta` pieces of a tool call's input), `message_delta`
+    (stop reason, output tokens) and `message_stop`."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.model = ""
+        self.blocks: dict[int, _StreamBlock] = {}
+        self.inputs: dict[int, list[str]] = {}
+        self.usage = _WireUsage()
+        self.ended = False
+        self.complete = False
+
+    def feed(self, event: str, data: str) -> str:
+        try:
+            item = _StreamEvent.model_validate_json(data)
+        except ValidationError as exc:
+            raise ProviderError(f"unexpected Messages API stream event: {data[:200]}") from exc
+        if item.type == "error":
+            raise ProviderError(f"the provider reported an error mid-stream: {str(item.error)[:200]}")
+        if item.type == "message_start" and item.message is not None:
+            self.model = item.message.model
+            self.usage = item.message.usage or self.usage
+        elif item.type == "content_block_start" and item.content_block is not None:
+            self.blocks[item.index] = item.content_block
+            self.inputs[item.index] = []
+            return item.content_block.text
+        elif item.type == "content_block_delta" and isinstance(item.delta, _BlockDelta):
+            return self._add(item.index, item.delta)
+        elif item.type == "message_delta":
+            output = item.usage.output_tokens if item.usage is not None else None
+            self.usage = _WireUsage(input_tokens=self.usage.input_tokens, output_tokens=output)
+            self.complete = True
+        elif item.type == "message_stop":
+            self.ended = self.complete = True
+        return ""
+
+    def _add(self, index: int, delta: _BlockDelta) -> str:
+        block = self.blocks.get(index)
+        if block is None:
+            raise ProviderError(f"a stream delta for content block {index}, which never started")
+        if delta.type == "text_delta":
+            block.text += delta.text
+            return delta.text if block.type == "text" else ""
+        if delta.type == "input_json_delta":
+            self.inputs[index].append(delta.partial_json)
+        return ""
+
+    def completion(self) -> Completion:
+        ordered = [self.blocks[index] for index in sorted(self.blocks)]
+        calls = tuple(
+            tool_call(b.id, b.name, "".join(self.inputs[i]) or None)
+            for i, b in sorted(self.blocks.items())
+            if b.type == "tool_use"
+        )
+        return Completion(
+            message=Message("assistant", "".join(b.text for b in ordered if b.type == "text"), calls),
+            usage=Usage(self.usage.input_tokens or 0, self.usage.output_tokens or 0),
+            model=self.model,
+            provider=self.label,
+        )
 
 
 register("anthropic", AnthropicProvider)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 import httpx
 
@@ -23,6 +24,19 @@ class ToolCall:
     name: str
     arguments: dict[str, Any]
     arguments_error: str | None = None
+
+
+def tool_call(call_id: str, name: str, arguments: str | dict[str, Any] | None) -> ToolCall:
+    """A tool call from the arguments the model wrote (JSON text, or already an object); bad ones are kept with the
+    reason, so the model is told instead of the turn failing."""
+    text = arguments or "{}"
+    try:
+        value: object = json.loads(text) if isinstance(text, str) else text
+    except json.JSONDecodeError as exc:
+        return ToolCall(call_id, name, {}, f"arguments are not valid JSON: {exc}")
+    if not isinstance(value, dict):
+        return ToolCall(call_id, name, {}, "arguments must be a JSON object")
+    return ToolCall(call_id, name, cast(dict[str, Any], value))
 
 
 @dataclass(frozen=True)
@@ -64,12 +78,26 @@ class Completion:
     provider: str = ""
 
 
+TextSink = Callable[[str], None]
+"""Told each piece of the answer's text as the model streams it."""
+
+
 class Provider(Protocol):
-    """Anything that turns a system prompt, a conversation and tools into the model's next message."""
+    """Anything that turns a system prompt, a conversation and tools into the model's next message.
+
+    Given `on_delta`, a provider may stream and tell it each piece of text as it comes (the pieces add up to the
+    message's text); a stream that breaks off after a piece was told raises StreamCutError.
+    """
 
     label: str
 
-    async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion: ...
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        on_delta: TextSink | None = None,
+    ) -> Completion: ...
 
 
 ProviderFactory = Callable[[ProviderProfile, httpx.AsyncClient], Provider]
@@ -97,11 +125,18 @@ class FailoverProvider:
         self.providers = list(providers)
         self.label = self.providers[0].label
 
-    async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        on_delta: TextSink | None = None,
+    ) -> Completion:
+        """A StreamCutError passes through: part of the answer was shown, and the next profile would repeat it."""
         failures: list[str] = []
         for provider in self.providers:
             try:
-                return await provider.complete(system, messages, tools)
+                return await provider.complete(system, messages, tools, on_delta)
             except ContextOverflowError:
                 raise  # another profile would overflow too; compaction is the cure
             except ProviderError as exc:

@@ -1,20 +1,27 @@
-"""The OpenAI-compatible chat completions API (OpenAI, Ollama, vLLM, LM Studio, ...)."""
+"""The OpenAI-compatible chat completions API (OpenAI, Ollama, vLLM, LM Studio, ...), whole or streamed."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import ProviderError
 from ._http import HttpProvider
-from .base import Completion, Message, ToolCall, ToolSpec, Usage, register
+from .base import Completion, Message, TextSink, ToolCall, ToolSpec, Usage, register, tool_call
+from .streaming import read_stream
 
 
 class OpenAIProvider(HttpProvider):
-    async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        on_delta: TextSink | None = None,
+    ) -> Completion:
         payload: dict[str, Any] = {
             "model": self.profile.model,
             "messages": [{"role": "system", "content": system}, *(to_wire(m) for m in messages)],
@@ -29,7 +36,13 @@ class OpenAIProvider(HttpProvider):
                 for t in tools
             ]
         headers = {"Authorization": f"Bearer {self.profile.api_key}"} if self.profile.api_key else {}
-        return from_wire(await self._post("/chat/completions", payload, headers), self.label)
+        if on_delta is None or not self.profile.stream:
+            return from_wire(await self._post("/chat/completions", payload, headers), self.label)
+        payload |= {"stream": True, "stream_options": {"include_usage": True}}
+        async with self._open_stream("/chat/completions", payload, headers) as response:
+            return await read_stream(
+                response, ChunkAssembler(self.label), lambda body: from_wire(body, self.label), on_delta
+            )
 
 
 def to_wire(message: Message) -> dict[str, Any]:
@@ -90,15 +103,88 @@ def from_wire(body: dict[str, Any], label: str) -> Completion:
     )
 
 
+class _ToolCallDelta(BaseModel):
+    index: int | None = None
+    id: str | None = None
+    function: _Function = _Function()
+
+
+class _Delta(BaseModel):
+    content: str | None = None
+    tool_calls: list[_ToolCallDelta] | None = None
+
+
+class _ChunkChoice(BaseModel):
+    delta: _Delta = _Delta()
+    finish_reason: str | None = None
+
+
+class _Chunk(BaseModel):
+    model: str = ""
+    choices: list[_ChunkChoice] = []
+    usage: _WireUsage | None = None
+
+
+class ChunkAssembler:
+    """A chat completions stream: text deltas, tool calls whose arguments come in pieces (keyed by `index`), and a
+    last chunk with the usage (asked for with `stream_options.include_usage`)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.model = ""
+        self.text: list[str] = []
+        self.calls: dict[int, _WireToolCall] = {}
+        self.usage = _WireUsage()
+        self.ended = False
+        self.complete = False
+
+    def feed(self, event: str, data: str) -> str:
+        if data.strip() == "[DONE]":
+            self.ended = True
+            return ""
+        try:
+            body: object = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise ProviderError(f"a stream chunk that is not JSON: {data[:200]!r}") from exc
+        if isinstance(body, dict) and "error" in body:
+            raise ProviderError(f"the provider reported an error mid-stream: {data[:200]}")
+        try:
+            chunk = _Chunk.model_validate(body)
+        except ValidationError as exc:
+            raise ProviderError(f"unexpected chat completions chunk: {data[:200]}") from exc
+        self.model = chunk.model or self.model
+        self.usage = chunk.usage or self.usage
+        added = ""
+        for choice in chunk.choices[:1]:
+            added = choice.delta.content or ""
+            self.text.append(added)
+            for position, piece in enumerate(choice.delta.tool_calls or []):
+                self._add(position if piece.index is None else piece.index, piece)
+            self.complete = self.complete or choice.finish_reason is not None
+        return added
+
+    def _add(self, index: int, piece: _ToolCallDelta) -> None:
+        call = self.calls.setdefault(index, _WireToolCall(function=_Function(arguments="")))
+        call.id = piece.id or call.id
+        call.function.name = piece.function.name or call.function.name
+        arguments = piece.function.arguments
+        if isinstance(arguments, dict):  # a server that sends the whole object at once
+            call.function.arguments = arguments
+        elif arguments and isinstance(call.function.arguments, str):
+            call.function.arguments += arguments
+
+    def completion(self) -> Completion:
+        calls = tuple(_tool_call(self.calls[index]) for index in sorted(self.calls))
+        return Completion(
+            message=Message("assistant", "".join(self.text), calls),
+            usage=Usage(self.usage.prompt_tokens or 0, self.usage.completion_tokens or 0),
+            model=self.model,
+            provider=self.label,
+        )
+
+
 def _tool_call(raw: _WireToolCall) -> ToolCall:
-    text = raw.function.arguments or "{}"
-    try:
-        arguments: object = json.loads(text) if isinstance(text, str) else text
-    except json.JSONDecodeError as exc:
-        return ToolCall(raw.id, raw.function.name, {}, f"arguments are not valid JSON: {exc}")
-    if not isinstance(arguments, dict):
-        return ToolCall(raw.id, raw.function.name, {}, "arguments must be a JSON object")
-    return ToolCall(raw.id, raw.function.name, cast(dict[str, Any], arguments))
+    return tool_call(raw.id, raw.function.name, raw.function.arguments)
 
 
 register("openai", OpenAIProvider)

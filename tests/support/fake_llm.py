@@ -1,11 +1,15 @@
-"""A scripted LLM server on 127.0.0.1 speaking the OpenAI chat completions and Anthropic Messages wire formats."""
+"""A scripted LLM server on 127.0.0.1 speaking the OpenAI chat completions and Anthropic Messages wire formats.
+
+Asked to stream (`"stream": true`), it sends a scripted body as server-sent events (`fake_llm_stream.py`), with a
+pause between events, a gate to hold the rest back, or a cut mid-way, as the reply says.
+"""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +19,10 @@ import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from .fake_llm_stream import anthropic_frames, openai_frames
 
 NO_PROVIDER_ENV = {
     "HERMITCRAB_PROVIDER": "",
@@ -28,12 +34,21 @@ NO_PROVIDER_ENV = {
 
 @dataclass
 class Reply:
-    """One scripted answer: a JSON body with a status code (and optional headers)."""
+    """One scripted answer: a JSON body with a status code (and optional headers).
+
+    Streamed (when the request asks and `stream` allows), the body goes out as events `event_delay_s` apart; with
+    `hold_after` the stream waits after that many events until the test calls `FakeLLM.release()`; with
+    `cut_after` the connection drops after that many events.
+    """
 
     body: dict[str, Any]
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    stream: bool = True
+    event_delay_s: float = 0.0
+    hold_after: int | None = None
+    cut_after: int | None = None
 
 
 @dataclass
@@ -43,6 +58,11 @@ class FakeLLM:
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     delivered: list[dict[str, Any]] = field(default_factory=list)
+    gate: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        """Let a stream held by `Reply.hold_after` go on."""
+        self.gate.set()
 
     @property
     def sink_url(self) -> str:
@@ -124,13 +144,17 @@ def anthropic_tool_use(call_id: str, name: str, arguments: dict[str, Any]) -> di
 
 
 def _app(fake: FakeLLM) -> Starlette:
-    async def answer(request: Request) -> JSONResponse:
-        fake.requests.append(await request.json())
+    async def answer(request: Request) -> Response:
+        asked = await request.json()
+        fake.requests.append(asked)
         fake.headers.append(dict(request.headers))
         if not fake.script:
             return JSONResponse({"error": {"message": "the fake LLM has no scripted reply left"}}, status_code=400)
         reply = fake.script.pop(0)
         await anyio.sleep(reply.delay_s)
+        if asked.get("stream") and reply.stream and reply.status == 200:
+            frames = (anthropic_frames if request.url.path.endswith("/messages") else openai_frames)(reply.body)
+            return StreamingResponse(_sent(fake, reply, frames), media_type="text/event-stream", headers=reply.headers)
         return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
 
     async def sink(request: Request) -> JSONResponse:
@@ -148,6 +172,17 @@ def _app(fake: FakeLLM) -> Starlette:
             Route("/sink", sink, methods=["POST"]),
         ]
     )
+
+
+async def _sent(fake: FakeLLM, reply: Reply, frames: list[str]) -> AsyncIterator[str]:
+    for count, frame in enumerate(frames):
+        if count == reply.cut_after:
+            raise ConnectionAbortedError("the scripted stream is cut here")  # uvicorn drops the connection
+        if count == reply.hold_after:
+            await anyio.to_thread.run_sync(fake.gate.wait)
+        if count and reply.event_delay_s:
+            await anyio.sleep(reply.event_delay_s)
+        yield frame
 
 
 def free_port() -> int:
@@ -172,5 +207,6 @@ def running_fake_llm() -> Iterator[FakeLLM]:
     try:
         yield fake
     finally:
+        fake.release()  # a stream still held must not keep the server from stopping
         server.should_exit = True
         thread.join(timeout=5)
