@@ -250,8 +250,37 @@ EXEC = ServerOptions(
         ),
         Option(("--no-network",), argparse.SUPPRESS, action="store_true"),  # the default now; kept for old configs
         Option(
+            ("--allow-domain",),
+            "sandboxed commands may reach this domain through the proxy (repeatable; *.example.com for it and its "
+            "subdomains); domains the user approves are added and kept in the state directory",
+            default=[],
+            action="append",
+            metavar="DOMAIN",
+        ),
+        Option(
+            ("--allow-outbound",),
+            "the proxy may also reach these destinations on this machine or its network (repeatable or "
+            "';'-separated: host, host:port, *.domain, 10.0.0.0/8; default $HERMITCRAB_OUTBOUND_ALLOW); public "
+            "addresses always may",
+            action="append",
+            metavar="ENTRY",
+        ),
+        Option(
             ("--memory-mb",),
             "address-space limit per command; 0 for none (default %(default)s)",
+            type=int,
+            metavar="MB",
+        ),
+        Option(
+            ("--undo-keep",),
+            "undo keeps the newest N changes (oldest dropped first); 0 turns undo off (default %(default)s)",
+            type=int,
+            metavar="N",
+        ),
+        Option(
+            ("--undo-mb",),
+            "undo keeps at most this much saved file content (oldest changes dropped first); 0 turns undo off "
+            "(default %(default)s)",
             type=int,
             metavar="MB",
         ),

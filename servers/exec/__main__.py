@@ -10,9 +10,12 @@ from typing import Any
 from hermitcrab.servers._common.cli import build_parser
 from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.serve import serve
+from hermitcrab.util.outbound import OUTBOUND_VARIABLE, allow_entries
 from hermitcrab.util.private import keep_private
 from hermitcrab.util.server_options import EXEC
 
+from .changes import UndoLimits
+from .network import BadNetworkOption
 from .policy import DEFAULT_ALLOW, Policy
 from .runner import Limits
 from .sandbox import SandboxUnavailable
@@ -20,13 +23,19 @@ from .server import StateInsideRoot, build_server
 
 
 def parser() -> argparse.ArgumentParser:
-    owned = {"approval_timeout": Policy.approval_timeout_s, "memory_mb": Limits.memory_mb}
+    owned = {
+        "approval_timeout": Policy.approval_timeout_s,
+        "memory_mb": Limits.memory_mb,
+        "undo_keep": UndoLimits.keep,
+        "undo_mb": UndoLimits.mb,
+    }
     return build_parser(EXEC, owned, default_allow=", ".join(DEFAULT_ALLOW[:6]))
 
 
 def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword arguments of `build_server` that the parsed flags stand for."""
     allow = tuple(args.allow) if args.no_default_allow else DEFAULT_ALLOW + tuple(args.allow)
+    outbound = ";".join(args.allow_outbound) if args.allow_outbound else os.environ.get(OUTBOUND_VARIABLE)
     return {
         "roots": args.root,
         "state": args.state,
@@ -35,6 +44,9 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "network": args.network and not args.no_network,
         "limits": Limits(memory_mb=args.memory_mb),
         "risk_tiers": args.risk_tiers,
+        "allow_domains": tuple(args.allow_domain),
+        "outbound_allow": allow_entries(outbound),
+        "undo": UndoLimits(keep=args.undo_keep, mb=args.undo_mb),
     }
 
 
@@ -49,6 +61,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"hermitcrab-exec: --sandbox bwrap: {exc}")
     except StateInsideRoot as exc:
         sys.exit(f"hermitcrab-exec: --state: {exc}")
+    except BadNetworkOption as exc:
+        sys.exit(f"hermitcrab-exec: --allow-domain/--allow-outbound: {exc}")
     serve(server, args)
 
 

@@ -20,6 +20,7 @@ from hermitcrab.servers._common.paths import PathOutsideRoots, PathUnresolvable,
 from . import fsio
 from .output import cut_line
 from .paths import Secrets, git_dir_problem
+from .protected import persona_problem
 
 MAX_ENTRIES = 1_000
 MAX_BYTES = 32 * 1024 * 1024  # read_file/edit_file load the whole file; bigger ones are refused, not buffered
@@ -71,7 +72,7 @@ class Files:
                 f"{quote(path)} is inside git's own files, whose config and hooks can make git run programs; "
                 "change them with git commands instead"
             )
-        problem = git_dir_problem(real) if write else None
+        problem = (persona_problem(real, self.real_roots) or git_dir_problem(real)) if write else None
         if problem is not None:
             raise PathRefused(problem)
         return real
@@ -98,13 +99,26 @@ class Files:
             body += f"\n[lines {start}-{end} of {len(lines)}; pass offset={end + 1} to read on]"
         return body
 
-    def write(self, path: str, content: str) -> str:
+    def write(self, path: str, content: str, overwrite: bool = False) -> str:
         target = self.resolve(path, write=True)
         if target.is_dir():
             raise ToolError(f"{quote(path)} is a directory; give a file path.")
+        size = target.stat().st_size if target.is_file() else 0
+        if not content and size and not overwrite:
+            raise ToolError(
+                f"{quote(path)} holds {size} bytes and content is empty, which would erase it; give the new content, "
+                "or pass overwrite=true if it should really be emptied."
+            )
         with self._opened(target.parent, create=True) as fd:
             fsio.replace(fd, target.name, content.encode("utf-8"))
         return f"Wrote {len(content.encode('utf-8'))} bytes to {target}."
+
+    def footprint(self, path: str) -> list[Path]:
+        """What writing `path` may change, for undo to look at: each folder below its root (write creates missing
+        ones), then the file."""
+        target = self.resolve(path, write=True)
+        root = next(r for r in self.real_roots if target.is_relative_to(r))
+        return [*reversed(target.parents[: len(target.relative_to(root).parts) - 1]), target]
 
     def edit(self, path: str, old_text: str, new_text: str, replace_all: bool) -> str:
         target = self._existing_file(path, write=True)

@@ -29,6 +29,8 @@ class ExecResult(BaseModel):
     duration_s: float
     session_id: str | None = Field(None, description="Set when the command runs in the background.")
     sandboxed: bool = False
+    changed: str | None = Field(None, description="The files the command changed in the workspace, when it has ended.")
+    change_id: str | None = Field(None, description="exec_undo with this call_id puts those files back as they were.")
     note: str | None = None
 
 
@@ -120,7 +122,7 @@ def result(job: Job, *, sandboxed: bool, background: bool, note: str | None = No
         duration_s=job.duration_s,
         session_id=job.id if background else None,
         sandboxed=sandboxed,
-        note=note,
+        note=" ".join(n for n in (job.limit, note) if n) or None,  # the limit a command went over comes first
     )
 
 
@@ -138,7 +140,7 @@ def poll(job: Job, *, sandboxed: bool) -> ExecResult:
         duration_s=job.duration_s,
         session_id=job.id,
         sandboxed=sandboxed,
-        note=None if job.done.is_set() else "Still running; poll again later, or kill it.",
+        note=job.limit if job.done.is_set() else "Still running; poll again later, or kill it.",
     )
 
 

@@ -5,6 +5,7 @@
 import json
 import logging
 import os
+import threading
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,11 +23,16 @@ from hermitcrab.servers._common.server import GuardedServer
 
 from . import processes
 from .approvals import ApprovalStore
+from .changes import UNDO_OFF, ChangeLog, Record, UndoLimits, UndoRefused
+from .domains import MAX_DOMAIN_CHARS, MAX_REASON_CHARS, DomainApprovals
 from .environment import child_environment
 from .files import MAX_BYTES, Files
 from .gate import Gate
+from .history import ChangeList, UndoResult, listing, undo_result
+from .network import CallProxy, NetworkProxy, network_proxy
 from .policy import Checker, Policy
 from .processes import ExecResult, LogSlice, ProcessTable, SessionList
+from .protected import Protected
 from .runner import Job, Limits, Spec
 from .sandbox import SandboxMode, detect, secret_paths
 from .tiers import RiskTiers
@@ -49,6 +55,11 @@ EXEC_DESCRIPTION = """Run a shell command in the workspace and return its exit c
 Output that is too long keeps its head and tail. A command still running after `yield_ms` keeps running in the
 background: use `process` with the returned session_id. Commands outside the allowlist need the user's approval
 or are refused with the reason; don't try to work around a refusal."""
+ALLOW_DOMAIN_DESCRIPTION = """Ask the user to let sandboxed commands reach a domain through the network proxy.
+
+Call it when an exec result says `Network refused: <domain> (not on the domain allowlist ...)` and the task needs
+that domain (a package index, an API, a git host). The user is asked; an allowed domain stays allowed, also after
+a restart. Ask for the narrowest name that works."""
 INSTRUCTIONS = """\
 Run shell commands and edit files inside the user's workspace. Commands run through bash under an allowlist:
 every command in a pipeline or chain must be allowed, otherwise the user is asked to approve it (or it is
@@ -66,11 +77,15 @@ def build_server(
     limits: Limits | None = None,
     environ: Mapping[str, str] | None = None,
     risk_tiers: bool = False,
+    allow_domains: Sequence[str] = (),
+    outbound_allow: Sequence[str] = (),
+    undo: UndoLimits | None = None,
 ) -> MCPServer:
     """Build the exec server (the default workspace is created; given `roots` must be directories already).
 
-    Raises NotADirectoryError for a missing root, StateInsideRoot when the state directory overlaps a root, and
-    SandboxUnavailable when `sandbox="bwrap"` cannot work here.
+    Raises NotADirectoryError for a missing root, StateInsideRoot when the state directory overlaps a root,
+    SandboxUnavailable when `sandbox="bwrap"` cannot work here, and BadNetworkOption for an entry of
+    `allow_domains` (reachable through the proxy) or `outbound_allow` (non-public destinations it may reach).
     """
     environ = dict(os.environ if environ is None else environ)
     workspace, default_state = default_paths("exec", environ)
@@ -90,8 +105,12 @@ def build_server(
     limits = limits or Limits()
     hidden = [p.resolve() for p in secret_paths(Path(environ.get("HOME", "/nonexistent")), workspace.parent)]
     hidden.append(state)  # approvals.key seals approvals.json: no command may read it
-    box, sandbox_problem = detect(sandbox, network=network, hidden=hidden)
+    user_home = Path(environ["HOME"]).resolve() if environ.get("HOME") else None  # private and empty inside
+    box, sandbox_problem = detect(sandbox, network=network, hidden=hidden, home=user_home, blanks=state / "blanks")
     sandboxed = box is not None
+    guard = Protected(roots) if sandboxed else None  # without the sandbox, the policy refuses the same writes
+    proxying = network_proxy(allow_domains, outbound_allow, state)
+    proxy = proxying if sandboxed and not network else None  # else commands have the host's network, as before
     if not sandboxed:
         logger.warning(UNSANDBOXED, sandbox_problem or "--sandbox none")
     child_env = child_environment(environ, None)
@@ -100,6 +119,7 @@ def build_server(
         policy, roots, protected=[state], hidden=hidden, sandboxed=sandboxed, search_path=child_env["PATH"], home=home
     )
     files = Files(roots, protected=[state], hidden=hidden)
+    changes = ChangeLog(roots, state, undo or UndoLimits(), skip=hidden)
     table = ProcessTable()
     tiers = RiskTiers(roots, home) if risk_tiers else None
     gate = Gate(policy, checker, ApprovalStore(state / "approvals.json"), files, table.commands_running, tiers)
@@ -110,10 +130,12 @@ def build_server(
             yield
         finally:
             table.kill_all()
+            if proxy is not None:
+                await proxy.close()
 
     server = GuardedServer("hermitcrab-exec", instructions=INSTRUCTIONS, lifespan=lifespan)
 
-    @server.tool(name="exec", description=EXEC_DESCRIPTION + sandbox_note(sandboxed, network))
+    @server.tool(name="exec", description=EXEC_DESCRIPTION + sandbox_note(sandboxed, network, proxy))
     async def exec_tool(
         command: Annotated[
             str, Field(description="A bash command line, e.g. `ls -la | grep py`.", max_length=MAX_COMMAND_CHARS)
@@ -137,24 +159,61 @@ def build_server(
             raise ToolError(
                 f"{processes.MAX_RUNNING} commands are still running; kill background ones with `process` first."
             )
-        spec = Spec(command, directory, child_environment(environ, env), timeout_s, limits, box, roots, [state])
+        call = await proxy.open_call() if proxy is not None else None
+        spec = Spec(
+            command,
+            directory,
+            child_environment(environ, env),
+            timeout_s,
+            limits,
+            box,
+            roots,
+            await anyio.to_thread.run_sync(guard.current) if guard is not None else [],
+            proxy=call.socket if call is not None else None,
+        )
+        undoable = await anyio.to_thread.run_sync(changes.begin, "exec", command)
         try:
             job = Job(spec)
         except OSError as exc:
+            _release(call, None)
+            await anyio.to_thread.run_sync(changes.finish, undoable)
             raise ToolError(f"Could not start bash: {exc.strerror}.") from exc
+        _release(call, job.done)
         table.track(job)
+        changes.finish_when(job.id, job.done, undoable)
         if background:
             hint = "Started in the background; use `process` (poll, log, write, kill) with its session_id."
         else:
             try:
                 if await job.wait(yield_ms / 1000):
-                    return processes.result(job, sandboxed=sandboxed, background=False, note=note)
+                    note = _join(note, _refused(call))
+                    ended = processes.result(job, sandboxed=sandboxed, background=False, note=note)
+                    return await with_changes(ended, job.id)
             except anyio.get_cancelled_exc_class():
                 job.kill()
                 raise
             hint = f"Still running after {yield_ms} ms; moved to the background. Use `process` with its session_id."
         table.add(job)
-        return processes.result(job, sandboxed=sandboxed, background=True, note=_join(note, hint))
+        return processes.result(job, sandboxed=sandboxed, background=True, note=_join(note, _refused(call), hint))
+
+    if proxy is not None:
+        domains = DomainApprovals(proxy.allowlist, policy.approval_timeout_s)
+
+        @server.tool(name="exec_allow_domain", description=ALLOW_DOMAIN_DESCRIPTION)
+        async def exec_allow_domain(
+            domain: Annotated[
+                str,
+                Field(
+                    description="A host name (pypi.org) or *.domain (*.example.com).", max_length=MAX_DOMAIN_CHARS + 2
+                ),
+            ],
+            reason: Annotated[
+                str,
+                Field(description="Why the task needs it, in a sentence the user reads.", max_length=MAX_REASON_CHARS),
+            ],
+            approval: Annotated[ElicitationResult[Any], Resolve(domains.resolve)],
+        ) -> str:
+            return domains.decide(approval, domain, reason)
 
     @server.tool()
     async def process(
@@ -187,14 +246,23 @@ def build_server(
             raise ToolError(f"No session {quote(session_id)}; `process` with action=list shows the sessions.")
         if action == "poll":
             await job.wait(wait_ms / 1000)
-            return processes.poll(job, sandboxed=sandboxed)
+            return await with_changes(processes.poll(job, sandboxed=sandboxed), job.id)
         if action == "log":
             return processes.log(job, offset, limit)
         if action == "write":
             return _write(job, data, eof, sandboxed)
         job.kill()
         await job.wait(5)
-        return processes.result(job, sandboxed=sandboxed, background=True)
+        return await with_changes(processes.result(job, sandboxed=sandboxed, background=True), job.id)
+
+    async def with_changes(result: ExecResult, job_id: str) -> ExecResult:
+        """`result` with the files its command changed, once the command has ended (reported once)."""
+        if result.status == "running":
+            return result
+        record = await anyio.to_thread.run_sync(changes.finished, job_id)
+        if record is None:
+            return result
+        return result.model_copy(update={"changed": changes.summary(record), "change_id": record.id})
 
     @server.tool()
     def read_file(
@@ -209,9 +277,14 @@ def build_server(
     def write_file(
         path: Annotated[Path_, Field(description="File path inside the workspace; parent folders are created.")],
         content: Annotated[FileText, Field(description="The complete new content of the file.")],
+        overwrite: Annotated[
+            bool, Field(description="Needed to replace a non-empty file with empty content (erasing it).")
+        ] = False,
     ) -> str:
-        """Create or replace a file atomically (a crash never leaves half a file)."""
-        return files.write(path, content)
+        """Create or replace a file atomically (a crash never leaves half a file); exec_undo can take it back."""
+        with changes.recording("write_file", path, files.footprint(path)) as recorded:
+            done = files.write(path, content, overwrite)
+        return done + undo_hint(recorded)
 
     @server.tool()
     def edit_file(
@@ -221,7 +294,40 @@ def build_server(
         replace_all: Annotated[bool, Field(description="Replace every occurrence instead of exactly one.")] = False,
     ) -> str:
         """Replace exact text in a file; fails if it is missing, or ambiguous without replace_all."""
-        return files.edit(path, old_text, new_text, replace_all)
+        with changes.recording("edit_file", path, files.footprint(path)) as recorded:
+            done = files.edit(path, old_text, new_text, replace_all)
+        return done + undo_hint(recorded)
+
+    def undo_hint(recorded: list[Record]) -> str:
+        return "".join(f" Undo with exec_undo call_id={record.id}." for record in recorded)
+
+    @server.tool()
+    def exec_changes(
+        limit: Annotated[int, Field(description="How many of the newest changes to list.", ge=1, le=200)] = 20,
+    ) -> ChangeList:
+        """List what each exec, write_file, edit_file or exec_undo call changed in the workspace, newest first."""
+        if not changes.limits.on:
+            raise ToolError(UNDO_OFF)
+        return listing(changes, limit)
+
+    @server.tool()
+    def exec_undo(
+        call_id: Annotated[
+            str | None,
+            Field(
+                description="The call to undo (from exec_changes or a change_id); default: the newest change.",
+                max_length=64,
+            ),
+        ] = None,
+        force: Annotated[
+            bool, Field(description="Undo even files that changed again since (those later changes are lost).")
+        ] = False,
+    ) -> UndoResult:
+        """Put the files a call changed back as they were before it; the undo is itself a change, and can be undone."""
+        try:
+            return undo_result(changes, changes.undo(call_id, force))
+        except UndoRefused as exc:
+            raise ToolError(str(exc)) from exc
 
     @server.tool()
     def list_dir(
@@ -246,6 +352,10 @@ def build_server(
                 "sandbox": "bwrap" if sandboxed else "none",
                 "sandbox_problem": sandbox_problem,
                 "network": network,
+                "network_access": network_access(sandboxed, network),
+                "allowed_domains": proxy.allowlist.entries if proxy is not None else None,
+                "approved_domains": proxy.allowlist.approved if proxy is not None else None,
+                "undo": {"keep": changes.limits.keep, "mb": changes.limits.mb, "changes": len(changes.records)},
             },
             indent=2,
         )
@@ -257,12 +367,35 @@ class StateInsideRoot(ValueError):
     """The server's state (approvals) would be inside a root, where commands and the file tools could reach it."""
 
 
-def sandbox_note(sandboxed: bool, network: bool) -> str:
+def sandbox_note(sandboxed: bool, network: bool, proxy: NetworkProxy | None) -> str:
     """What the exec tool's description says about where commands run (the model should know before it tries)."""
     if not sandboxed:
         return " Commands are not sandboxed here; the network is reachable."
     reach = "have network access" if network else "have no network access (the server was not started with --network)"
+    if proxy is not None:
+        reach += (
+            f" except to the allowed domains ({proxy.allowlist.describe()}) through a proxy that HTTP_PROXY and "
+            "HTTPS_PROXY name; exec_allow_domain asks the user for another"
+        )
     return f" Commands run in a sandbox: only the workspace is writable, /tmp is private, and they {reach}."
+
+
+def network_access(sandboxed: bool, network: bool) -> str:
+    """What exec://status says about the network commands reach."""
+    if not sandboxed:
+        return "the host's network: commands are not sandboxed, so the domain allowlist does not apply"
+    if network:
+        return "the host's network (--network): the domain allowlist does not apply"
+    return "only the allowed domains, through the proxy (exec_allow_domain asks the user to add one)"
+
+
+def _release(call: CallProxy | None, ended: threading.Event | None) -> None:
+    if call is not None:
+        call.release(ended)
+
+
+def _refused(call: CallProxy | None) -> str | None:
+    return call.note() if call is not None else None
 
 
 def _write(job: Job, data: str | None, eof: bool, sandboxed: bool) -> ExecResult:
