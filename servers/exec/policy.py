@@ -393,7 +393,7 @@ class Checker:
     def _check_builtin(self, raw: str, name: str, args: list[Word], scan: _Scan) -> bool:
         """Handle shell builtins; True when `name` is one (and has been dealt with)."""
         if name in rules.SAFE_BUILTINS or name in VARIABLE_BUILTINS:
-            problem = variable_name_problem(name, [a.raw for a in args])
+            problem = variable_name_problem(name, [(a.raw, a.text) for a in args])
             if problem is not None:
                 scan.miss(raw, problem)
         if name in rules.SAFE_BUILTINS:

@@ -91,6 +91,7 @@ _XARGS = spec(
     permute=False,
 )
 _ENV = spec("-i -0 -v --ignore-environment --null --debug --help --version -u= --unset= -C= --chdir=", permute=False)
+MAX_XARGS_PROCS = 8  # `xargs -P`: more at once could exhaust the machine (as root no process limit applies)
 _NICE = spec("-n= --adjustment= --help --version", permute=False, numeric=True)
 _TIMEOUT = spec(
     "-v --preserve-status --foreground --verbose --help --version -s= -k= --signal= --kill-after=", permute=False
@@ -175,11 +176,22 @@ def _old_style_tar(words: list[Word]) -> list[Word]:
 
 
 def _xargs(args: Sequence[Word]) -> Reading:
-    return Reading(parse_options("xargs", args, _XARGS).problem)
+    parsed = parse_options("xargs", args, _XARGS)
+    for value in parsed.values("-P", "--max-procs") if parsed.problem is None else []:
+        if not (value.text or "").isdigit() or not 1 <= int(value.text or "0") <= MAX_XARGS_PROCS:
+            parsed.problem = (
+                f"`xargs` would run {value.text or value.raw!r} commands at once (`-P 0`: as many as it can); at "
+                f"most {MAX_XARGS_PROCS} pass"
+            )
+    return Reading(parsed.problem)
 
 
 def _env(args: Sequence[Word]) -> Reading:
-    return Reading(parse_options("env", [a for a in args if a.text != "-"], _ENV).problem)
+    parsed = parse_options("env", args, _ENV)
+    emptied = parsed.operands[:1] and parsed.operands[0].text == "-"  # `env -` is `env -i`
+    if parsed.problem is None and (emptied or parsed.has("-i", "--ignore-environment", "-u", "--unset")):
+        parsed.problem = "`env -i`/`-u` takes variables from the program, the git hardening (GIT_CONFIG_*) among them"
+    return Reading(parsed.problem)
 
 
 _FIND_VALUED = frozenset(
@@ -338,7 +350,7 @@ def sed_script_problem(script: str | None) -> str | None:
             index += 1
         elif char == "/" or (char == "\\" and index + 1 < len(text)):
             start = index + 1 if char == "/" else index + 2
-            index = _delimited(text, start, text[start - 1])
+            index = _delimited(text, start, text[start - 1], regex=True)
         elif char == "#" or char in "aic":
             index = _line_end(text, index)
         elif char in "btT:":
@@ -347,7 +359,8 @@ def sed_script_problem(script: str | None) -> str | None:
             index += 1
         elif char in "sy" and index + 1 < len(text):
             delimiter = text[index + 1]
-            index = _delimited(text, _delimited(text, index + 2, delimiter), delimiter)
+            pattern_end = _delimited(text, index + 2, delimiter, regex=char == "s")  # `y` has no brackets
+            index = _delimited(text, pattern_end, delimiter, regex=False)
             while 0 <= index < len(text) and char == "s" and text[index] not in " \t\n;}":
                 if text[index] not in _SED_FLAGS:
                     return f"the `sed` flag `{text[index]}` in {script!r} writes a file or runs a command"
@@ -359,21 +372,45 @@ def sed_script_problem(script: str | None) -> str | None:
     return None
 
 
-def _delimited(text: str, index: int, delimiter: str) -> int:
-    """Just past the unescaped `delimiter` closing a regex or replacement that starts at `index` (-1: none)."""
+def _delimited(text: str, index: int, delimiter: str, *, regex: bool) -> int:
+    """Just past the unescaped `delimiter` closing a regex or replacement that starts at `index` (-1: none).
+    As in GNU sed, only a regex has bracket expressions, in which the delimiter is literal: `y|[|x|;e cmd #]|x|`
+    is a `y` and then an `e`."""
     if index < 0:
         return -1
     while index < len(text):
         char = text[index]
         if char == "\\":
             index += 2
-        elif char == "[" and delimiter != "[":
-            close = text.find("]", index + 2)
-            index = index + 1 if close < 0 else close + 1
+        elif char == "[" and regex and delimiter != "[":
+            index = _bracket_end(text, index + 1)
+            if index < 0:
+                return -1
         elif char == delimiter:
             return index + 1
         elif char == "\n":
             return -1
+        else:
+            index += 1
+    return -1
+
+
+def _bracket_end(text: str, index: int) -> int:
+    """Just past the `]` closing a bracket expression whose body starts at `index` (-1: none), as GNU sed reads
+    it: a `]` first (after an optional `^`) is literal, a backslash is literal, `[:x:]`, `[.x.]`, `[=x=]` nest."""
+    index += text[index : index + 1] == "^"
+    index += text[index : index + 1] == "]"
+    while index < len(text):
+        char = text[index]
+        if char == "]":
+            return index + 1
+        if char == "\n":
+            return -1
+        if char == "[" and text[index + 1 : index + 2] in (":", ".", "="):
+            close = text.find(text[index + 1] + "]", index + 2)
+            if close < 0:
+                return -1
+            index = close + 2
         else:
             index += 1
     return -1

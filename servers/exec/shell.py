@@ -293,8 +293,13 @@ class _Walker:
 
     def heredoc(self, node: Any) -> None:
         delimiter = self.raw(node.output)
-        quoted = any(ch in delimiter for ch in "'\"\\")
-        problem = None if quoted else heredoc_problem(node.heredoc.value)
+        if any(ch in delimiter for ch in "'\"\\"):  # bash ends `<<E\OF` at `EOF`, bashlex at `E\OF`
+            self.out.problems.append(
+                f"the here-document delimiter {delimiter!r} has quotes or backslashes, so where its body ends "
+                "cannot be checked"
+            )
+            return
+        problem = heredoc_problem(node.heredoc.value)
         if problem is not None:
             self.out.problems.append(problem)
 
