@@ -2,6 +2,7 @@
 
 Inbound (served by `hermitcrab run`, 127.0.0.1 by default, only when a token is configured):
   POST /hooks/agent {message, session?, delivery?: {mode?, channel?, to?}}  runs a turn, answers 202 at once
+  POST /hooks/agent?stream=1 {message, session?}     runs a turn, answers with its events (`hook_streams.py`)
   POST /hooks/wake  {text}                                               queues a system event for the main session
   GET  /healthz                                                          200 while serving
 Every POST needs `Authorization: Bearer <token>`; a wrong or missing token (or the token without `Bearer `) is 401,
@@ -26,11 +27,13 @@ from anyio.abc import TaskStatus
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from hermitcrab.host.events import NOWHERE, Event, Principal, Target, system
+from hermitcrab.host.events import NOWHERE, Event, Listener, Principal, Target, system
 from hermitcrab.util.outbound import Outbound, OutboundRefused, guarded_client
+
+from .hook_streams import HookStreams
 
 logger = logging.getLogger(__name__)
 
@@ -101,8 +104,12 @@ class WebhookChannel:
         self._closing = False
         self._owner = owner
         self._principal: Principal = system("a webhook call", "owner" if owner else "system")
+        self._streams = HookStreams()
 
     async def send(self, target: Target, text: str) -> None:
+        if self._streams.owns(target):
+            self._streams.finish(target, text)
+            return
         url = target.conversation
         if not url.startswith(("http://", "https://")):
             raise LookupError(f"webhook conversations are http(s) callback URLs, not {url[:80]!r}")
@@ -112,6 +119,10 @@ class WebhookChannel:
 
     async def typing(self, target: Target) -> None:
         return None
+
+    def listener(self, target: Target) -> Listener | None:
+        """The event stream of a streamed call's turn; None for every other target (a callback URL)."""
+        return self._streams.listener(target)
 
     def check_conversation(self, to: str) -> str | None:
         """Why `to` cannot be a conversation of this channel, None when it can: the host checks delivery targets
@@ -152,7 +163,7 @@ class WebhookChannel:
     async def _health(self, request: Request) -> JSONResponse:
         return JSONResponse({"ok": not self._closing})
 
-    async def _agent(self, request: Request) -> JSONResponse:
+    async def _agent(self, request: Request) -> JSONResponse | StreamingResponse:
         try:
             hook = await self._read(request, _AgentHook)
         except _Refused as refused:
@@ -160,6 +171,14 @@ class WebhookChannel:
         if hook.session == "main" and not self._owner:
             message = "session 'main' is the owner's: hooks may use it only with [webhook] owner = true"
             return _Refused(400, message).response()
+        streamed = request.query_params.get("stream", "0")
+        if streamed not in ("0", "1"):
+            return _Refused(400, f"stream: {streamed[:20]!r} is neither 0 nor 1").response()
+        if streamed == "1":
+            if "delivery" in hook.model_fields_set:
+                message = "delivery: a streamed hook's reply comes on its own connection; leave out delivery"
+                return _Refused(400, message).response()
+            return await self._streamed(hook)
         delivery = hook.delivery
         if self._check is not None and delivery.channel and delivery.to:
             problem = self._check(delivery.channel, delivery.to)
@@ -180,6 +199,22 @@ class WebhookChannel:
             )
         )
         return JSONResponse({"accepted": True, "id": hook_id}, status_code=202)
+
+    async def _streamed(self, hook: _AgentHook) -> StreamingResponse:
+        hook_id = uuid.uuid4().hex[:12]
+        target, body = self._streams.open(hook_id)
+        await self._submit(
+            Event(
+                "webhook",
+                f"[webhook]\n{hook.message}",
+                target,
+                session_key=hook.session or f"hook-{hook_id}",
+                metadata={"hook_id": hook_id},
+                principal=self._principal,
+            )  # no inbound_id: only this connection can take the reply, and a restart has dropped it
+        )
+        headers = {"Cache-Control": "no-cache", "X-Hook-Id": hook_id}
+        return StreamingResponse(body, media_type="text/event-stream", headers=headers)
 
     async def _wake(self, request: Request) -> JSONResponse:
         try:

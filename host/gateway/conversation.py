@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..events import Target
 from .outbox import Outbox
@@ -28,7 +29,9 @@ class BoundConversation:
         return self.outbox.target_problem(channel, to)
 
     async def send(self, text: str, channel: str | None = None, to: str | None = None) -> None:
-        target = self.target
+        """A message on the way, not the turn's reply: it never answers the triggering message, so a channel that
+        drafts the reply (Discord) keeps the draft for the reply itself."""
+        target = replace(self.target, reply_to=None)
         if (channel or target.channel, to or target.conversation) != (target.channel, target.conversation):
             target = Target(channel or target.channel, to or target.conversation)
             problem = self.outbox.target_problem(target.channel, target.conversation)

@@ -12,16 +12,16 @@ from hermitcrab.channels.discord.channel import DiscordChannel
 from hermitcrab.channels.terminal import TerminalChannel
 from hermitcrab.channels.webhook import WebhookChannel
 from hermitcrab.host.cli.ask import CliChannel
-from hermitcrab.host.events import Asks, ChecksConversations, Idles, WaitsReady
+from hermitcrab.host.events import Asks, ChecksConversations, Idles, Streams, WaitsReady
 
-CAPABILITIES = (Asks, Idles, ChecksConversations, WaitsReady)
+CAPABILITIES = (Asks, Idles, ChecksConversations, WaitsReady, Streams)
 
 
 @pytest.mark.parametrize(
     ("adapter", "expected"),
     [
-        (DiscordChannel, {Asks, Idles, ChecksConversations, WaitsReady}),
-        (WebhookChannel, {ChecksConversations}),
+        (DiscordChannel, {Asks, Idles, ChecksConversations, WaitsReady, Streams}),
+        (WebhookChannel, {ChecksConversations, Streams}),
         (TerminalChannel, set()),
         (CliChannel, {Asks}),
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import anyio
@@ -9,7 +10,9 @@ import httpx
 import pytest
 
 from hermitcrab.channels.webhook import MAX_BODY_BYTES, WebhookChannel
-from hermitcrab.host.events import Event, Target
+from hermitcrab.host.events import Event, MessageDone, Target, TextDelta, ToolFinished, ToolStarted, TurnDone
+from hermitcrab.host.providers.base import Usage
+from hermitcrab.host.turn.stream import TurnStream
 from tests.support.fake_llm import free_port
 
 TOKEN = "hook-secret-123"
@@ -161,3 +164,80 @@ async def test_a_delivery_target_no_channel_can_take_is_refused_naming_the_field
         "error": "delivery.to: 'general' is not a Discord channel id"
     }
     assert submitted == []
+
+
+def sse_messages(body: str) -> list[dict[str, object]]:
+    """The JSON of each `data:` line of an event stream, checked against its `event:` line."""
+    found: list[dict[str, object]] = []
+    for block in body.strip().split("\n\n"):
+        kind, data = block.split("\n")
+        found.append(json.loads(data.removeprefix("data: ")))
+        assert kind == f"event: {found[-1]['type']}"
+    return found
+
+
+async def test_a_streamed_hook_answers_with_its_turns_events_in_order_ending_with_turn_done(hook):
+    client, submitted, channel = hook
+    events = [TextDelta("Hel"), TextDelta("lo"), ToolStarted("c1", "exec", "ls"), ToolFinished("c1", "exec", True, 0.5)]
+
+    async def run_the_turn() -> None:  # what the gateway does with the event the hook submitted
+        while not submitted:
+            await anyio.sleep(0.01)
+        (event,) = submitted
+        listener = channel.listener(event.target)
+        assert listener is not None and channel.listener(Target("webhook", "https://example.com/hook")) is None
+        async with TurnStream([listener]) as turn:
+            for item in [*events, MessageDone("Hello", 0), TurnDone("Hello", Usage(3, 2))]:
+                turn.emit(item)
+        await channel.send(event.target, "Hello")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run_the_turn)
+        response = await client.post("/hooks/agent?stream=1", json={"message": "hi"}, headers=AUTH)
+
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert sse_messages(response.text) == [
+        {"type": "text_delta", "text": "Hel"},
+        {"type": "text_delta", "text": "lo"},
+        {"type": "tool_started", "call_id": "c1", "name": "exec", "arguments": "ls"},
+        {"type": "tool_finished", "call_id": "c1", "name": "exec", "ok": True, "duration_s": 0.5},
+        {"type": "message_done", "text": "Hello", "tool_calls": 0},
+        {"type": "turn_done", "reply": "Hello", "usage": {"input_tokens": 3, "output_tokens": 2}},
+    ]
+    assert submitted[0].inbound_id is None and submitted[0].session_key.startswith("hook-")
+
+
+async def test_a_streamed_hook_whose_turn_fails_ends_with_what_failed(hook):
+    client, submitted, channel = hook
+
+    async def fail_the_turn() -> None:
+        while not submitted:
+            await anyio.sleep(0.01)
+        listener = channel.listener(submitted[0].target)
+        assert listener is not None
+        await listener(TextDelta("Par"))
+        await channel.send(submitted[0].target, "The model provider failed; try again in a minute.")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(fail_the_turn)
+        response = await client.post("/hooks/agent?stream=1", json={"message": "hi"}, headers=AUTH)
+
+    assert sse_messages(response.text) == [
+        {"type": "text_delta", "text": "Par"},
+        {"type": "failed", "text": "The model provider failed; try again in a minute."},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "body", "says"),
+    [
+        ("stream=yes", {"message": "hi"}, "stream: 'yes' is neither 0 nor 1"),
+        ("stream=1", {"message": "hi", "delivery": {"mode": "none"}}, "leave out delivery"),
+    ],
+)
+async def test_a_streamed_hook_with_a_bad_flag_or_a_delivery_is_refused(hook, query, body, says):
+    client, submitted, _ = hook
+
+    response = await client.post(f"/hooks/agent?{query}", json=body, headers=AUTH)
+
+    assert response.status_code == 400 and says in response.json()["error"] and submitted == []
