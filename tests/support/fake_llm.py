@@ -59,6 +59,8 @@ class FakeLLM:
     headers: list[dict[str, str]] = field(default_factory=list)
     delivered: list[dict[str, Any]] = field(default_factory=list)
     gate: threading.Event = field(default_factory=threading.Event)
+    streamed_at: list[float] = field(default_factory=list)
+    """When each streamed event went out (`time.monotonic()`), for measuring what a client shows how soon."""
 
     def release(self) -> None:
         """Let a stream held by `Reply.hold_after` go on."""
@@ -182,6 +184,7 @@ async def _sent(fake: FakeLLM, reply: Reply, frames: list[str]) -> AsyncIterator
             await anyio.to_thread.run_sync(fake.gate.wait)
         if count and reply.event_delay_s:
             await anyio.sleep(reply.event_delay_s)
+        fake.streamed_at.append(time.monotonic())
         yield frame
 
 
