@@ -10,7 +10,6 @@ The event types are part of the contract with channels, so they live in `host/ev
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 from collections.abc import Iterable
@@ -29,14 +28,15 @@ logger = logging.getLogger(__name__)
 class TurnStream:
     """Fans each event out to its listeners, each fed from its own unbounded queue by a task of its own.
 
-    Use it as `async with TurnStream(listeners) as stream:`; `emit` never waits. Leaving the block lets every
-    listener finish what it was sent (so a channel has seen `TurnDone` before its reply is delivered), unless the
-    block raised, which cancels them. An event is a few words, so a queue behind a slow listener stays small.
+    Use it as `async with TurnStream(listeners) as stream:`; `emit` never waits. `settle` waits until every listener
+    has taken what was emitted so far (the gateway settles before it delivers the reply, so a channel's draft holds
+    the whole answer when the reply comes to replace it). Leaving the block lets every listener finish too, unless
+    the block raised, which cancels them. An event is a few words, so a queue behind a slow listener stays small.
     """
 
     def __init__(self, listeners: Iterable[Listener] = ()) -> None:
         self._listeners = list(listeners)
-        self._queues: list[MemoryObjectSendStream[TurnEvent]] = []
+        self._queues: list[MemoryObjectSendStream[TurnEvent | anyio.Event]] = []
         self._group: TaskGroup | None = None
 
     @property
@@ -45,10 +45,17 @@ class TurnStream:
         return bool(self._listeners)
 
     def emit(self, event: TurnEvent) -> None:
-        """Queue `event` for every listener still subscribed (nothing outside the `async with` block)."""
+        """Queue `event` for every listener (nothing outside the `async with` block)."""
         for queue in self._queues:
-            with contextlib.suppress(anyio.BrokenResourceError):  # the listener raised and was dropped
-                queue.send_nowait(event)
+            queue.send_nowait(event)
+
+    async def settle(self) -> None:
+        """Wait until each listener has handled (or, dropped, skipped) every event emitted before this call."""
+        marks = [anyio.Event() for _ in self._queues]
+        for queue, mark in zip(self._queues, marks, strict=True):
+            queue.send_nowait(mark)
+        for mark in marks:
+            await mark.wait()
 
     async def __aenter__(self) -> Self:
         if not self._listeners:
@@ -56,7 +63,7 @@ class TurnStream:
         self._group = group = anyio.create_task_group()
         await group.__aenter__()
         for listener in self._listeners:
-            send, receive = anyio.create_memory_object_stream[TurnEvent](max_buffer_size=math.inf)
+            send, receive = anyio.create_memory_object_stream[TurnEvent | anyio.Event](max_buffer_size=math.inf)
             self._queues.append(send)
             group.start_soon(_pump, listener, receive)
         return self
@@ -78,11 +85,16 @@ class TurnStream:
             await group.__aexit__(kind, error, traceback)
 
 
-async def _pump(listener: Listener, queue: MemoryObjectReceiveStream[TurnEvent]) -> None:
+async def _pump(listener: Listener, queue: MemoryObjectReceiveStream[TurnEvent | anyio.Event]) -> None:
+    """Hand the queue's events to `listener`, and once it has raised, skip them (still passing `settle`'s marks)."""
+    broken = False
     async with queue:
-        async for event in queue:
-            try:
-                await listener(event)
-            except Exception:  # a broken subscriber loses the rest of the turn; the turn goes on
-                logger.exception("a turn listener failed on %s; it gets no more events", type(event).__name__)
-                return
+        async for item in queue:
+            if isinstance(item, anyio.Event):
+                item.set()
+            elif not broken:
+                try:
+                    await listener(item)
+                except Exception:  # a broken subscriber loses the rest of the turn; the turn goes on
+                    logger.exception("a turn listener failed on %s; it gets no more events", type(item).__name__)
+                    broken = True

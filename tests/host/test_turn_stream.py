@@ -61,7 +61,7 @@ async def test_a_listener_that_raises_is_dropped_and_the_turn_and_others_go_on(c
             stream.emit(TextDelta("a"))
             while not calls:
                 await anyio.sleep(0)
-            await anyio.sleep(0)  # lets `broken` unwind, so "b" usually meets a dropped queue
+            await anyio.sleep(0)  # lets `broken` unwind before "b" comes
             stream.emit(TextDelta("b"))
     assert calls == [TextDelta("a")]
     assert good.events == [TextDelta("a"), TextDelta("b")]
@@ -83,3 +83,31 @@ async def test_without_listeners_nothing_streams_and_emit_is_harmless():
         assert not stream.listening
         stream.emit(TextDelta("nobody"))
     assert TurnStream([Recorder()]).listening
+
+
+async def test_settle_returns_once_every_listener_took_what_was_emitted_before_it():
+    release = anyio.Event()
+    seen: list[TurnEvent] = []
+    settled = anyio.Event()
+
+    async def slow(event: TurnEvent) -> None:
+        await release.wait()
+        seen.append(event)
+
+    async def settle(stream: TurnStream) -> None:
+        await stream.settle()
+        settled.set()
+
+    async def broken(event: TurnEvent) -> None:
+        raise RuntimeError("gone")
+
+    async with TurnStream([slow, broken]) as stream, anyio.create_task_group() as group:
+        stream.emit(TextDelta("a"))
+        stream.emit(TextDelta("b"))
+        group.start_soon(settle, stream)
+        for _ in range(20):
+            await anyio.sleep(0)
+        assert not settled.is_set() and seen == []
+        release.set()
+        await settled.wait()
+        assert seen == [TextDelta("a"), TextDelta("b")]  # and the dropped listener did not keep settle waiting
