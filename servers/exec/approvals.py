@@ -135,12 +135,12 @@ def approval_message(command: str, workdir: str, verdict: Verdict | None, always
     lines = [
         "The assistant wants to run a shell command.",
         "",
-        f"Command: {_one_line(command)}",
-        f"Directory: {_one_line(workdir)}",
+        f"Command: {one_line(command)}",
+        f"Directory: {one_line(workdir)}",
     ]
     if verdict is not None and verdict.misses:
         lines.append("Needs approval because:")
-        lines += [f"- {_one_line(m.reason)}" for m in verdict.misses]
+        lines += [f"- {one_line(m.reason)}" for m in verdict.misses]
         binaries = verdict.fixable_binaries
         if always_ask:
             lines.append("Asked every time: the answer is not remembered.")
@@ -153,7 +153,8 @@ def approval_message(command: str, workdir: str, verdict: Verdict | None, always
     return "\n".join(lines)
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """`text` on one line with its control characters written out, so it cannot pose as a line of the question."""
     return escape_controls(text).replace("\n", "\\n").replace("\t", "\\t")
 
 

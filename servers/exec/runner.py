@@ -67,6 +67,7 @@ class Spec:
     protected: Sequence[Path] = ()
     writable: Sequence[Path] = ()  # extra read-write paths outside the roots, for a call approved to leave them
     network: bool | None = None  # None: the sandbox's own setting
+    proxy: Path | None = None  # the call's network proxy socket (network.py), when the sandbox has no network
 
 
 class Job:
@@ -173,6 +174,7 @@ def _argv(spec: Spec) -> list[str]:
         workdir=spec.workdir,
         writable=spec.writable,
         network=spec.network,
+        proxy=spec.proxy,
     )
 
 

@@ -8,13 +8,17 @@ in runner.py apply.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from . import bridge
 
 SandboxMode = Literal["auto", "bwrap", "none"]
 
@@ -67,6 +71,10 @@ _ISOLATION = (
     "--die-with-parent",
 )
 _RUN = (Path("/run"), Path("/var/run"))  # host unix sockets (docker, dbus, systemd) live here
+# Where a call's proxy socket appears inside the sandbox, and the port the bridge serves it on there.
+PROXY_SOCKET = "/tmp/.hermitcrab-proxy.sock"
+PROXY_PORT = 3128
+_LOCAL = "localhost,127.0.0.1,::1"  # a server the command starts in its own sandbox is reached directly
 
 
 def _identity() -> tuple[str, ...]:
@@ -90,11 +98,14 @@ class Sandbox:
         workdir: Path,
         writable: Sequence[Path] = (),
         network: bool | None = None,
+        proxy: Path | None = None,
     ) -> list[str]:
         """`argv` in bwrap: `roots` writable, `protected` paths inside them read-only, `hidden` paths emptied.
 
         `writable` (existing paths outside the roots) and `network` (None: the sandbox's setting) widen the
-        sandbox for one call whose leaving it was approved.
+        sandbox for one call whose leaving it was approved. `proxy` (a unix socket, see network.py) is the
+        command's one way out when it has no network: bound in, served on 127.0.0.1 by the bridge, named by
+        HTTP_PROXY and the like.
         """
         online = self.network if network is None else network
         mounts: list[tuple[Path, list[str]]] = [(Path("/tmp"), ["--tmpfs", "/tmp"])]
@@ -104,6 +115,9 @@ class Sandbox:
             mounts.append((resolv, ["--ro-bind", str(resolv), str(resolv)]))  # DNS through a /run stub file
         mounts += [(root, ["--bind", str(root), str(root)]) for root in roots]
         mounts += [(path, ["--bind", str(path), str(path)]) for path in writable if path.exists()]
+        proxied = proxy is not None and not online
+        if proxied:
+            mounts.append((Path(PROXY_SOCKET), ["--bind", str(proxy), PROXY_SOCKET]))
         for path in self.hidden:
             if path.is_dir() and path not in roots:
                 mounts.append((path, ["--tmpfs", str(path)]))
@@ -118,8 +132,24 @@ class Sandbox:
         args += [*_ISOLATION, *_identity()]
         if not online:
             args.append("--unshare-net")
+        if proxied:
+            args += _proxy_environment()
+            argv = [sys.executable, "-I", "-S", "-c", _bridge_source(), PROXY_SOCKET, str(PROXY_PORT), "--", *argv]
         args += ["--chdir", str(workdir), "--", *argv]
         return args
+
+
+def _proxy_environment() -> list[str]:
+    url = f"http://127.0.0.1:{PROXY_PORT}"
+    names = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")  # curl reads only the lower-case http_proxy
+    values = [(name, url) for name in names] + [("NO_PROXY", _LOCAL)]
+    return [arg for name, value in values for key in (name, name.lower()) for arg in ("--setenv", key, value)]
+
+
+@functools.cache
+def _bridge_source() -> str:
+    """bridge.py, run with `-c`: nothing in the sandbox needs to see (or can rewrite) the file itself."""
+    return Path(bridge.__file__).read_text(encoding="utf-8")
 
 
 def secret_paths(home: Path, hermitcrab_home: Path) -> tuple[Path, ...]:
