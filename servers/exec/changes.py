@@ -32,7 +32,6 @@ from .restore import restore
 
 Change = tuple[Entry | None, Entry | None]  # (before the call, after it); None: absent
 _SHOWN = 300  # characters of a change summary
-UNDO_OFF = "Undo is off here (the server runs with --undo-keep 0 or --undo-mb 0): nothing is recorded."
 _KEEP_UNREPORTED = 100  # records of ended background commands kept for `process` to report
 
 
@@ -161,12 +160,10 @@ class ChangeLog:
             return None
         keys = None if scope is None else [str(path) for path in scope]
         with self._lock:
-            whole = keys is None or not self._walked
-            found = self.scanner.walk(self.baseline) if whole else self.scanner.look(keys or [], self.baseline)
-            if not self._walked:
-                self._recover(found)
-                self._walked = True
-            self._adopt(found, None if whole else keys)
+            found = self._catch_up()
+            if found is None:
+                found = self.scanner.walk(self.baseline) if keys is None else self.scanner.look(keys, self.baseline)
+                self._adopt(found, keys)
             before = found if keys is None else {k: found[k] for k in keys if k in found}
             call = Call(uuid.uuid4().hex[:8], tool, what, time.time(), keys, before, set(self._open))
             for other in self._open.values():
@@ -221,10 +218,18 @@ class ChangeLog:
             record = self.finish(call)
             records.extend([record] if record else [])
 
+    def newest(self, limit: int) -> list[Record]:
+        """The newest `limit` records, newest first (after a restart, with what a crash interrupted)."""
+        self._require_on()
+        with self._lock:
+            self._catch_up()
+            return self.records[::-1][:limit]
+
     def find(self, call_id: str | None) -> Record:
         """The record of `call_id`, or by default the newest change not undone that is not itself an undo."""
         self._require_on()
         with self._lock:
+            self._catch_up()
             if call_id is None:
                 undoable = [r for r in self.records if r.undone_by is None and r.undoes is None]
                 if not undoable:
@@ -303,10 +308,23 @@ class ChangeLog:
 
     def _require_on(self) -> None:
         if not self.limits.on:
-            raise UndoRefused(UNDO_OFF)
+            raise UndoRefused(
+                "Undo is off here (the server runs with --undo-keep 0 or --undo-mb 0): nothing is recorded."
+            )
 
     def _shown(self, paths: Iterable[str]) -> list[str]:
         return [self.shown(p) for p in sorted(paths)]
+
+    def _catch_up(self) -> Manifest | None:
+        """On the first use after a start, walk everything: what changed since the baseline belongs to the calls a
+        crash interrupted, if any; returns that walk (None on later uses)."""
+        if self._walked:
+            return None
+        found = self.scanner.walk(self.baseline)
+        self._recover(found)
+        self._adopt(found, None)
+        self._walked = True
+        return found
 
     def _recover(self, found: Manifest) -> None:
         """Record what changed since the baseline as the calls a crash interrupted, if there were any."""

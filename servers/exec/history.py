@@ -41,9 +41,8 @@ class UndoResult(BaseModel):
 
 
 def listing(log: ChangeLog, limit: int) -> ChangeList:
-    newest = list(reversed(log.records))[:limit]
     return ChangeList(
-        changes=[_info(log, record) for record in newest],
+        changes=[_info(log, record) for record in log.newest(limit)],
         kept=len(log.records),
         saved_mb=round(log.saved_bytes() / 1_000_000, 1),
     )

@@ -20,15 +20,18 @@ from pydantic import Field
 from hermitcrab.servers._common.arguments import MAX_PATH_CHARS, quote
 from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.server import GuardedServer
+from hermitcrab.util.server_options import NO_SANDBOX
 
 from . import processes
 from .approvals import ApprovalStore
-from .changes import UNDO_OFF, ChangeLog, Record, UndoLimits, UndoRefused
+from .changes import ChangeLog, Record, UndoLimits, UndoRefused
+from .checking import BUDGET_S, CheckWorker, Judge
 from .domains import MAX_DOMAIN_CHARS, MAX_REASON_CHARS, DomainApprovals
 from .environment import child_environment
 from .files import MAX_BYTES, Files
-from .gate import Gate
+from .gate import Gate, effective_ask
 from .history import ChangeList, UndoResult, listing, undo_result
+from .leaving import Leaves
 from .network import CallProxy, NetworkProxy, network_proxy
 from .policy import Checker, Policy
 from .processes import ExecResult, LogSlice, ProcessTable, SessionList
@@ -46,10 +49,10 @@ EnvName = Annotated[str, Field(max_length=256)]
 EnvValue = Annotated[str, Field(max_length=32_768)]
 logger = logging.getLogger(__name__)
 UNSANDBOXED = (
-    "commands run WITHOUT a sandbox (%s): they have the server's own rights, and the fail-closed policy is the "
-    "only line of defence; install bubblewrap (apt-get install bubblewrap), or on macOS wrap the server in "
-    "sandbox-exec"
+    f"commands run WITHOUT a sandbox (%s): {NO_SANDBOX}; install bubblewrap (apt-get install bubblewrap), or on "
+    "macOS wrap the server in sandbox-exec"
 )
+UNSANDBOXED_NOTE = f"No sandbox on this server: {NO_SANDBOX}."
 EXEC_DESCRIPTION = """Run a shell command in the workspace and return its exit code and output.
 
 Output that is too long keeps its head and tail. A command still running after `yield_ms` keeps running in the
@@ -76,7 +79,7 @@ def build_server(
     network: bool = False,
     limits: Limits | None = None,
     environ: Mapping[str, str] | None = None,
-    risk_tiers: bool = False,
+    check_budget_s: float = BUDGET_S,
     allow_domains: Sequence[str] = (),
     outbound_allow: Sequence[str] = (),
     undo: UndoLimits | None = None,
@@ -106,7 +109,14 @@ def build_server(
     hidden = [p.resolve() for p in secret_paths(Path(environ.get("HOME", "/nonexistent")), workspace.parent)]
     hidden.append(state)  # approvals.key seals approvals.json: no command may read it
     user_home = Path(environ["HOME"]).resolve() if environ.get("HOME") else None  # private and empty inside
-    box, sandbox_problem = detect(sandbox, network=network, hidden=hidden, home=user_home, blanks=state / "blanks")
+    box, sandbox_problem = detect(
+        sandbox,
+        network=network,
+        hidden=hidden,
+        home=user_home,
+        search_path=environ.get("PATH", ""),
+        blanks=state / "blanks",
+    )
     sandboxed = box is not None
     guard = Protected(roots) if sandboxed else None  # without the sandbox, the policy refuses the same writes
     proxying = network_proxy(allow_domains, outbound_allow, state)
@@ -121,8 +131,11 @@ def build_server(
     files = Files(roots, protected=[state], hidden=hidden)
     changes = ChangeLog(roots, state, undo or UndoLimits(), skip=hidden)
     table = ProcessTable()
-    tiers = RiskTiers(roots, home) if risk_tiers else None
-    gate = Gate(policy, checker, ApprovalStore(state / "approvals.json"), files, table.commands_running, tiers)
+    ask = effective_ask(policy.ask, sandboxed)
+    judge = Judge(checker, ask, policy.security, RiskTiers(roots, home), Leaves(roots, home, hidden, user_home))
+    worker = CheckWorker(judge, check_budget_s)
+    gate = Gate(policy, worker, ApprovalStore(state / "approvals.json"), files, table.commands_running)
+    unsandboxed_note = [UNSANDBOXED_NOTE] if not sandboxed else []  # said once, in the first exec result
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncGenerator[None]:
@@ -130,6 +143,7 @@ def build_server(
             yield
         finally:
             table.kill_all()
+            await anyio.to_thread.run_sync(worker.stop)
             if proxy is not None:
                 await proxy.close()
 
@@ -154,7 +168,9 @@ def build_server(
             int, Field(description="Move to the background if still running after this.", ge=0, le=MAX_WAIT_MS)
         ] = 10_000,
     ) -> ExecResult:
-        directory, note = gate.decide(approval, command, workdir, env)
+        approved = await gate.decide(approval, command, workdir, env)
+        directory, note = approved.directory, _join(approved.note, *unsandboxed_note)
+        unsandboxed_note.clear()
         if table.running() >= processes.MAX_RUNNING:
             raise ToolError(
                 f"{processes.MAX_RUNNING} commands are still running; kill background ones with `process` first."
@@ -169,6 +185,7 @@ def build_server(
             box,
             roots,
             await anyio.to_thread.run_sync(guard.current) if guard is not None else [],
+            writable=approved.writable,
             proxy=call.socket if call is not None else None,
         )
         undoable = await anyio.to_thread.run_sync(changes.begin, "exec", command)
@@ -306,9 +323,10 @@ def build_server(
         limit: Annotated[int, Field(description="How many of the newest changes to list.", ge=1, le=200)] = 20,
     ) -> ChangeList:
         """List what each exec, write_file, edit_file or exec_undo call changed in the workspace, newest first."""
-        if not changes.limits.on:
-            raise ToolError(UNDO_OFF)
-        return listing(changes, limit)
+        try:
+            return listing(changes, limit)
+        except UndoRefused as exc:
+            raise ToolError(str(exc)) from exc
 
     @server.tool()
     def exec_undo(
@@ -343,8 +361,8 @@ def build_server(
         return json.dumps(
             {
                 "security": policy.security,
-                "ask": policy.ask,
-                "risk_tiers": risk_tiers,
+                "ask": ask,
+                "ask_given": policy.ask,  # differs from `ask` when on-leave was given without a sandbox
                 "allow": sorted(checker.allowlist.paths),
                 "approved": {"binaries": sorted(gate.store.binaries), "commands": sorted(gate.store.commands)},
                 "approval_timeout_s": policy.approval_timeout_s,
