@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from . import gitrules, rules
 from .files import Files
+from .options import option_use
 from .paths import SAFE_DEVICES, through_proc
 from .shell import Redirect, Word, operand_only
 
@@ -24,6 +25,7 @@ Cwds = Sequence[str | None]  # every directory a relative path may be resolved f
 _GLOB = re.compile(r"[*?\[]")
 _MAX_GLOB = 10_000  # files a glob may match (each is checked)
 _MAX_ATTACHED = 256  # tails of a short-option word tried as an attached path
+_MAX_LINK_WALK = 20_000  # files a link-following reader's trees are searched through for links out
 
 
 class PathRules:
@@ -132,6 +134,45 @@ class PathRules:
             )
         return None
 
+    def followed_links_problem(self, base: str, args: Sequence[Word], cwds: Cwds) -> str | None:
+        """Without the sandbox, why a program that follows symlinks while it walks a tree (`grep -R`, `rg -L`,
+        `diff -r`, `cp -rL`, `tar -h`) needs approval: a link under a directory it is given leads into /proc or
+        to a credential (a link an earlier call made to ~ or /proc is read like any file)."""
+        if self.sandboxed or not follows_links(base, args):
+            return None
+        starts = [w.text for w in args if w.text and not w.text.startswith("-")] or ["."]
+        seen: set[str] = set()
+        budget = [_MAX_LINK_WALK]
+        for cwd in cwds:
+            for start in starts:
+                if cwd is None:
+                    return f"`{base}` follows symlinks from a directory that cannot be followed"
+                problem = self._walk_links(base, os.path.join(cwd, start), seen, budget)
+                if problem is not None:
+                    return problem
+        return None
+
+    def _walk_links(self, base: str, top: str, seen: set[str], budget: list[int]) -> str | None:
+        if not os.path.isdir(top):
+            return None
+        for directory, dirs, files in os.walk(top):
+            for name in dirs + files:
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return f"`{base}` follows symlinks through more than {_MAX_LINK_WALK} files, too many to check"
+                path = os.path.join(directory, name)
+                if not os.path.islink(path):
+                    continue
+                target = os.path.realpath(path)
+                if through_proc(path) or self.secrets.holds(target):
+                    return f"`{base}` follows the symlink {path!r} to {target!r}, into /proc or credentials"
+                if os.path.isdir(target) and target not in seen:  # followed: walk where it leads too
+                    seen.add(target)
+                    problem = self._walk_links(base, target, seen, budget)
+                    if problem is not None:
+                        return problem
+        return None
+
     def git_repository_problem(self, args: Sequence[Word], cwds: Cwds) -> str | None:
         """Why a `git` that may write its repository needs approval: the repository (its top, or the given
         `--git-dir`) is outside the roots, e.g. a root that is a subdirectory of a checkout."""
@@ -144,11 +185,12 @@ class PathRules:
                 return "`git` writes the repository of a directory that cannot be followed"
             start = os.path.join(cwd, *chdirs)
             top = os.path.join(start, git_dir) if git_dir is not None else _repository_top(start)
-            if top is not None and not self._inside_roots(top):
+            if top is not None and not self.inside_roots(top):
                 return f"`git` writes the repository at {top!r}, outside the roots"
         return None
 
-    def _inside_roots(self, path: str) -> bool:
+    def inside_roots(self, path: str) -> bool:
+        """Whether `path` (symlinks followed) is in a root, where a command may have changed it."""
         real = os.path.realpath(path)
         return any(real == str(r) or real.startswith(str(r).rstrip("/") + "/") for r in self.files.real_roots)
 
@@ -173,6 +215,30 @@ def _repository_top(start: str) -> str | None:
         if parent == current:
             return None
         current = parent
+
+
+# program -> options with which it follows every symlink it meets while walking a tree
+_FOLLOWING = {
+    "grep": ("-R", "--dereference-recursive"),
+    "egrep": ("-R", "--dereference-recursive"),
+    "fgrep": ("-R", "--dereference-recursive"),
+    "rg": ("-L", "--follow"),
+    "diff": ("-r", "--recursive"),  # diff reads what links point to unless --no-dereference
+    "tar": ("-h", "--dereference"),
+    "cp": ("-L", "--dereference"),
+    "rsync": ("-L", "--copy-links"),
+}
+
+
+def follows_links(base: str, args: Sequence[Word]) -> bool:
+    """Whether `base args` reads through every symlink under the directories it is given."""
+    options = _FOLLOWING.get(base)
+    if options is None:
+        return False
+    texts = [w.text or "" for w in args]
+    if base == "diff" and "--no-dereference" in texts:
+        return False
+    return any(option_use(t, o) is not None for t in texts for o in options)
 
 
 def glob_directory(raw: str) -> str | None:

@@ -12,12 +12,12 @@ import fnmatch
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from . import environment, programs, rules
+from . import environment, gitrules, programs, rules
 from .expansions import VARIABLE_BUILTINS, variable_name_problem
 from .files import Files
 from .gitconfig import GitConfigs
@@ -26,7 +26,7 @@ from .paths import through_proc
 from .shell import ParsedLine, Redirect, ShellSyntaxError, SimpleCommand, Word, parse
 
 Security = Literal["deny", "allowlist", "full"]
-Ask = Literal["off", "on-miss", "always"]
+Ask = Literal["off", "on-miss", "on-leave", "on-change", "always"]
 
 # Read-only tools allowed when the server runs alone; names missing on PATH are skipped.
 DEFAULT_ALLOW = (
@@ -68,6 +68,8 @@ _GLOB = re.compile(r"[*?\[]")
 _RETRY_S = 5.0
 _NUMERIC_BUILTINS = frozenset({"shift", "exit", "return", "break", "continue"})  # literal numbers only
 _MAX_CWDS = 64  # directories a line's `cd`s may lead to before they count as unknown
+# Names bash runs as a builtin or reads as a keyword: a function may not take one (see Checker.check).
+_SHELL_NAMES = rules.SAFE_BUILTINS | VARIABLE_BUILTINS | rules.RISKY_BUILTINS.keys() | rules.KEYWORDS
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ class Policy:
     """How much the exec tool may do on its own, and when it asks the user."""
 
     security: Security = "allowlist"
-    ask: Ask = "on-miss"
+    ask: Ask = "on-leave"  # where there is no sandbox, the gate asks on-miss instead (gate.effective_ask)
     allow: tuple[str, ...] = DEFAULT_ALLOW
     approval_timeout_s: float = 120.0
 
@@ -175,6 +177,7 @@ class _Scan:
     refusal: str | None = None
     misses: list[Miss] = field(default_factory=list[Miss])
     link_maker: str | None = None  # a command on the line that may create symlinks (`git checkout`, `tar x`)
+    changers: list[str] = field(default_factory=list[str])  # commands on the line or still running that may write
 
     def refuse(self, reason: str) -> None:
         self.refusal = self.refusal or reason
@@ -248,8 +251,18 @@ class Checker:
         for name in env or {}:
             if not environment.exportable(name):
                 scan.miss(line, f"the `env` argument passes {name}, which is not among the variables passed unasked")
+        running = list(running)
         scan.link_maker = next((c.raw for c in parsed.commands if self._makes_links(c)), None)
-        scan.link_maker = scan.link_maker or self._running_link_maker(running)
+        scan.link_maker = scan.link_maker or self._running_maker(running, self._makes_links)
+        scan.changers = [c.raw for c in parsed.commands if self._changes_files(c)]
+        scan.changers += [maker for maker in [self._running_maker(running, self._changes_files)] if maker]
+        for function in sorted(parsed.functions):
+            if function in _SHELL_NAMES or self._resolve(function, str(workdir)) is not None:
+                scan.miss(
+                    line,
+                    f"the function `{function}` is named like a builtin or a program: a call before its definition "
+                    "runs the real one, which the policy would take for the function",
+                )
         for command in parsed.commands:
             self._check_simple(command, parsed, cwds, approved_paths, scan)
         for redirect in parsed.redirects:
@@ -330,6 +343,9 @@ class Checker:
             return
         if not (self.allowlist.matches(binary) or binary in approved):
             scan.miss(raw, f"`{binary}` is not on the allowlist", binary)
+        elif self.paths.inside_roots(binary) and any(c != raw for c in scan.changers):
+            changer = next(c for c in scan.changers if c != raw)
+            scan.miss(raw, f"`{binary}` is a file in the roots that `{changer}` may replace before it runs")
         base = os.path.basename(binary)
         reading = programs.reading(base, args)
         reasons = [rules.special_reason(base, args), rules.inline_code_reason(base, args)]
@@ -348,6 +364,7 @@ class Checker:
         for path in rules.written_paths(base, args) + (reading.writes if reading else []):
             self._check_write(path, raw, f"`{base}` writes", cwds, scan)
         problem = self.paths.reads_problem(base, args, cwds, scan.other_link_maker(raw))
+        problem = problem or self.paths.followed_links_problem(base, args, cwds)
         if problem is not None:
             scan.miss(raw, problem)
         child_cwds: list[str | None] = [None] if rules.relocates(base, args) else cwds
@@ -361,24 +378,24 @@ class Checker:
             self._memo[key] = resolve_command(name, cwd, self.search_path)
         return self._memo[key]
 
-    def _running_link_maker(self, lines: Iterable[str]) -> str | None:
+    def _running_maker(self, lines: list[str], makes: Callable[[SimpleCommand], bool]) -> str | None:
+        """The first command of a line still running that `makes` (links, changes), named for a reason."""
         for running in lines:
             try:
                 commands = parse(running).commands
             except ShellSyntaxError:
                 return f"{running[:80]} (still running)"
-            maker = next((c.raw for c in commands if self._makes_links(c)), None)
+            maker = next((c.raw for c in commands if makes(c)), None)
             if maker is not None:
                 return f"{maker} (still running)"
         return None
 
     def _makes_links(self, command: SimpleCommand) -> bool:
-        words = command.words
-        if not words or words[0].text is None:
-            return False
-        base = os.path.basename(words[0].text)
-        reading = programs.reading(base, words[1:]) if base == "tar" else None
-        return rules.makes_links(base, words[1:]) or bool(reading and reading.makes_links)
+        return _argv_makes_links(list(command.words))
+
+    def _changes_files(self, command: SimpleCommand) -> bool:
+        """Whether `command` may create, change or replace a file: a write, a link, a program not known to only read."""
+        return any(r.writes for r in command.redirects) or _argv_changes_files(list(command.words))
 
     def _check_redirect(self, redirect: Redirect, raw: str, cwds: list[str | None], scan: _Scan) -> None:
         problem = self.paths.redirect_problem(redirect, raw, cwds, scan.other_link_maker(raw))
@@ -416,6 +433,36 @@ class Checker:
             scan.miss(raw, f"`{name}` {rules.RISKY_BUILTINS[name]}")
             return True
         return False
+
+
+def _argv_makes_links(words: list[Word]) -> bool:
+    """Whether `words` may create symlinks, itself or through the command a wrapper runs (`env ln`, `find -exec ln`)."""
+    if not words or words[0].text is None:
+        return False
+    base, args = os.path.basename(words[0].text), words[1:]
+    reading = programs.reading(base, args) if base == "tar" else None
+    if rules.makes_links(base, args) or (reading is not None and reading.makes_links):
+        return True
+    return any(_argv_makes_links(child) for child in rules.child_commands(base, args) or [])
+
+
+def _argv_changes_files(words: list[Word]) -> bool:
+    if not words:
+        return False
+    if words[0].text is None:
+        return True
+    base, args = os.path.basename(words[0].text), words[1:]
+    if base in _SHELL_NAMES and base not in rules.RISKY_BUILTINS:
+        return False
+    children = rules.child_commands(base, args)
+    if children is not None:
+        return any(_argv_changes_files(child) for child in children)
+    reading = programs.reading(base, args)
+    if _argv_makes_links(words) or rules.written_paths(base, args) or (reading is not None and reading.writes):
+        return True
+    if base == "git":
+        return gitrules.repository_place(args) is not None  # a subcommand that may write
+    return base not in rules.READ_ONLY
 
 
 def _is_option(word: Word, letter: str) -> bool:

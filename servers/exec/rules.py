@@ -78,7 +78,13 @@ RISKY_BUILTINS = {
     "times": "reports shell times",
     "caller": "inspects the call stack",
     "help": "prints builtin help",
+    "unalias": "redefines commands",
 }
+# Reserved words: not commands, but names a function could take.
+KEYWORDS = frozenset(
+    {"if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do", "done", "in"}
+    | {"function", "time", "coproc", "{", "}", "!", "[[", "]]"}
+)
 SUDO_LIKE = frozenset({"sudo", "doas", "su", "pkexec", "runuser", "setpriv", "chroot", "unshare", "nsenter"})
 INLINE_SHELLS = frozenset({"watch", "script", "flock", "parallel", "ssh", "xterm"})
 
@@ -167,6 +173,9 @@ ARGUMENT_SAFE = frozenset(
         "sha256sum",
     ]
 )
+# Programs that read files and write none (their writing options are read in programs.py): a line holding only
+# these cannot replace a program in the roots before it runs.
+READ_ONLY = ARGUMENT_SAFE | frozenset(["find", "file", "tree", "sort", "uniq", "date", "rg", "sed", "pwd", "echo"])
 # Without the sandbox a computed path could name a credential: only programs that read no files take one.
 NO_FILES = frozenset(["basename", "dirname", "true", "false", "whoami", "uname"])
 # Programs that show names and metadata but not contents: reading an ancestor of a credential is fine.
