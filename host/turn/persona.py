@@ -6,18 +6,10 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermitcrab.util.persona_files import BOOTSTRAP_ORDER
+
 from ..text import cut_middle
 
-BOOTSTRAP_ORDER = (
-    "AGENTS.md",
-    "SOUL.md",
-    "TOOLS.md",
-    "IDENTITY.md",
-    "USER.md",
-    "HEARTBEAT.md",
-    "BOOTSTRAP.md",
-    "MEMORY.md",
-)
 SUBAGENT_FILES = frozenset({"AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md"})
 PRIVATE_FILES = frozenset({"USER.md", "MEMORY.md"})
 """The owner's own: with the daily logs, injected only into the owner's private turns."""

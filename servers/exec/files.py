@@ -20,7 +20,7 @@ from hermitcrab.servers._common.paths import PathOutsideRoots, PathUnresolvable,
 from . import fsio
 from .output import cut_line
 from .paths import Secrets, git_dir_problem
-from .protected import persona_problem
+from .protected import write_problem as protected_problem
 
 MAX_ENTRIES = 1_000
 MAX_BYTES = 32 * 1024 * 1024  # read_file/edit_file load the whole file; bigger ones are refused, not buffered
@@ -72,7 +72,7 @@ class Files:
                 f"{quote(path)} is inside git's own files, whose config and hooks can make git run programs; "
                 "change them with git commands instead"
             )
-        problem = (persona_problem(real, self.real_roots) or git_dir_problem(real)) if write else None
+        problem = (protected_problem(real, self.real_roots) or git_dir_problem(real)) if write else None
         if problem is not None:
             raise PathRefused(problem)
         return real

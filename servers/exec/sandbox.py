@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from . import bridge
+from .protected import Protection, make_blanks
 
 SandboxMode = Literal["auto", "bwrap", "none"]
 
@@ -54,6 +55,25 @@ SECRETS = (
     ".local/share/keyrings",
     ".bash_history",
 )
+# Toolchains people install under $HOME, bound back read-only into the private one (with every PATH entry there
+# and the server's own Python) so `cargo`, `node` or a venv's interpreter still run; credentials kept in them
+# (`.cargo/credentials`) stay hidden by the list above.
+TOOLCHAINS = (
+    ".cargo",
+    ".rustup",
+    ".pyenv",
+    ".rbenv",
+    ".nvm",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".asdf",
+    ".sdkman",
+    "go",
+    ".local/bin",
+    ".local/share/uv",
+    ".local/share/pnpm",
+)
 UNPRIVILEGED_UID = 1000  # what a server running as root runs commands as, inside the sandbox's user namespace
 
 
@@ -88,19 +108,22 @@ class Sandbox:
     bwrap: str
     network: bool = False
     hidden: tuple[Path, ...] = ()  # replaced by an empty directory (or /dev/null for a file)
+    home: Path | None = None  # $HOME: a private empty folder inside, unless a root is (in) it
+    toolchains: tuple[Path, ...] = ()  # folders under `home` shown read-only in the private one
+    blanks: Path | None = None  # what stands in for a protected path that is missing (protected.make_blanks)
 
     def wrap(
         self,
         argv: Sequence[str],
         *,
         roots: Sequence[Path],
-        protected: Sequence[Path],
+        protected: Sequence[Protection],
         workdir: Path,
         writable: Sequence[Path] = (),
         network: bool | None = None,
         proxy: Path | None = None,
     ) -> list[str]:
-        """`argv` in bwrap: `roots` writable, `protected` paths inside them read-only, `hidden` paths emptied.
+        """`argv` in bwrap: `roots` writable but for `protected`, HOME private and empty, `hidden` paths emptied.
 
         `writable` (existing paths outside the roots) and `network` (None: the sandbox's setting) widen the
         sandbox for one call whose leaving it was approved. `proxy` (a unix socket, see network.py) is the
@@ -118,14 +141,8 @@ class Sandbox:
         proxied = proxy is not None and not online
         if proxied:
             mounts.append((Path(PROXY_SOCKET), ["--bind", str(proxy), PROXY_SOCKET]))
-        for path in self.hidden:
-            if path.is_dir() and path not in roots:
-                mounts.append((path, ["--tmpfs", str(path)]))
-            elif path.exists():
-                mounts.append((path, ["--ro-bind", "/dev/null", str(path)]))
-        for path in protected:
-            if path not in self.hidden and path.exists() and any(path.is_relative_to(root) for root in roots):
-                mounts.append((path, ["--ro-bind", str(path), str(path)]))
+        mounts += self._private(roots)
+        mounts += self._protected(protected, roots, writable)
         args = [self.bwrap, *_BASE]
         for _, mount in sorted(mounts, key=lambda item: len(item[0].parts)):  # parents before what is inside them
             args += mount
@@ -137,6 +154,42 @@ class Sandbox:
             argv = [sys.executable, "-I", "-S", "-c", _bridge_source(), PROXY_SOCKET, str(PROXY_PORT), "--", *argv]
         args += ["--chdir", str(workdir), "--", *argv]
         return args
+
+    def _private(self, roots: Sequence[Path]) -> list[tuple[Path, list[str]]]:
+        """HOME as an empty tmpfs but for the toolchains, and the hidden paths still in sight there."""
+        home = self.home
+        if home is None or home == Path("/") or not home.is_dir() or any(_within(home, root) for root in roots):
+            home = None
+        mounts = [(home, ["--tmpfs", str(home)])] if home else []
+        shown = [*roots, *self.toolchains] if home else []
+        mounts += [(path, ["--ro-bind", str(path), str(path)]) for path in shown[len(roots) :] if path.is_dir()]
+        for path in self.hidden:
+            if home and _within(path, home) and not any(_within(path, s) for s in shown):
+                continue  # nothing in the private HOME but what is bound back into it
+            if path.is_dir() and path not in roots:
+                mounts.append((path, ["--tmpfs", str(path)]))
+            elif path.exists():
+                mounts.append((path, ["--ro-bind", "/dev/null", str(path)]))
+        return mounts
+
+    def _protected(
+        self, protected: Sequence[Protection], roots: Sequence[Path], writable: Sequence[Path]
+    ) -> list[tuple[Path, list[str]]]:
+        """Pins bound onto themselves, the rest read-only: itself when it exists, else a stand-in from `blanks`."""
+        mounts: list[tuple[Path, list[str]]] = []
+        for guard in protected:
+            path = guard.path
+            if not any(path.is_relative_to(root) for root in roots) or any(_within(path, w) for w in writable):
+                continue  # outside the roots everything is read-only already; approved paths stay writable
+            if os.path.lexists(path):
+                mounts.append((path, ["--bind" if guard.kind == "pin" else "--ro-bind", str(path), str(path)]))
+            elif guard.kind != "pin" and self.blanks is not None and path.parent.is_dir():
+                mounts.append((path, ["--ro-bind", str(self.blanks / guard.kind), str(path)]))
+        return mounts
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or path.is_relative_to(folder)
 
 
 def _proxy_environment() -> list[str]:
@@ -152,23 +205,42 @@ def _bridge_source() -> str:
     return Path(bridge.__file__).read_text(encoding="utf-8")
 
 
+def toolchains(home: Path, search_path: str) -> tuple[Path, ...]:
+    """The folders under `home` that commands need to see: TOOLCHAINS, PATH entries and the server's Python."""
+    python = Path(os.path.realpath(sys.base_prefix))
+    candidates = [home / name for name in TOOLCHAINS]
+    candidates += [Path(os.path.realpath(entry)) for entry in search_path.split(os.pathsep) if os.path.isabs(entry)]
+    candidates.append(python)
+    found = [path for path in dict.fromkeys(candidates) if path.is_relative_to(home) and path != home and path.is_dir()]
+    return tuple(path for path in found if not any(path != other and path.is_relative_to(other) for other in found))
+
+
 def secret_paths(home: Path, hermitcrab_home: Path) -> tuple[Path, ...]:
     """What a sandboxed command should not see: hermitcrab's home (config, state) and credentials under $HOME."""
     return (hermitcrab_home, *(home / name for name in SECRETS))
 
 
 def detect(
-    mode: SandboxMode, *, network: bool = False, hidden: Sequence[Path] = ()
+    mode: SandboxMode,
+    *,
+    network: bool = False,
+    hidden: Sequence[Path] = (),
+    home: Path | None = None,
+    search_path: str = "",
+    blanks: Path | None = None,
 ) -> tuple[Sandbox | None, str | None]:
     """(the sandbox to use for `mode` or None to run unsandboxed, why bwrap is not used under `auto`).
 
-    The probe runs here, once; raises SandboxUnavailable when `mode` is `bwrap` and the probe fails.
+    The probe runs here, once; raises SandboxUnavailable when `mode` is `bwrap` and the probe fails. `blanks`
+    (a folder of the server's state) is filled with the stand-ins for missing protected paths.
     """
     if mode == "none":
         return None, None
     problem = probe()
     if problem is None:
-        return Sandbox(shutil.which("bwrap") or "bwrap", network, tuple(hidden)), None
+        stand_ins = make_blanks(blanks) if blanks is not None else None
+        shown = toolchains(home, search_path) if home is not None else ()
+        return Sandbox(shutil.which("bwrap") or "bwrap", network, tuple(hidden), home, shown, stand_ins), None
     if mode == "bwrap":
         raise SandboxUnavailable(problem)
     return None, problem

@@ -1,0 +1,251 @@
+"""What must not change inside the roots, though commands may write everything else there: declared once here.
+
+The persona and memory files at a root's top are the model's own instructions next turn, and a git repository's
+config, hooks and commondir name programs git runs (for the owner too, outside the sandbox). The sandbox binds
+them read-only (`Protection`s, from `Protected.current`), the file tools refuse to write them (`write_problem`),
+and without the sandbox the policy refuses the same writes through the file tools' rule.
+
+A bind mount guards a path, not a name: a directory holding it can still be renamed away and a new one made in
+its place, so every directory between a root and a git directory is pinned (bound onto itself, still writable:
+a mount point cannot be renamed or removed). A protected path that does not exist yet gets a stand-in bound
+read-only there, so it cannot be created either; bwrap makes the mount point on the host, and `STAND_INS` removes
+it again when the last command binding it has ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from hermitcrab.util.files import atomic_write_text
+from hermitcrab.util.persona_files import BOOTSTRAP_ORDER, MEMORY_FOLDER
+
+logger = logging.getLogger(__name__)
+
+# What is bound at a path: read-only (an empty file or folder stands in while it is missing; git reads a
+# commondir naming "." as the git directory itself, i.e. as none), or "pin": the directory onto itself, writable.
+Kind = Literal["file", "folder", "commondir", "pin"]
+GIT_FILES: tuple[tuple[str, Kind], ...] = (
+    ("config", "file"),
+    ("config.worktree", "file"),  # read when the config enables extensions.worktreeConfig
+    ("hooks", "folder"),
+    ("commondir", "commondir"),  # would make git read another directory's config
+)
+STAND_IN_TEXT: dict[Kind, str] = {"file": "", "commondir": ".\n"}
+# Names only a hermitcrab (OpenClaw-style) workspace has; AGENTS.md alone is any coding agent's project file.
+WORKSPACE_MARKERS = ("SOUL.md", "IDENTITY.md", "HEARTBEAT.md", "BOOTSTRAP.md")
+MAX_DIRECTORIES = 20_000  # per root: a walk past this stops, and repositories beyond it are not found
+MAX_DEPTH = 8
+_SKIPPED = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", ".cache"})
+_RACY_NS = 2_000_000_000  # a directory changed this recently may change again within its mtime's granularity
+
+
+@dataclass(frozen=True)
+class Protection:
+    path: Path
+    kind: Kind
+
+
+def write_problem(real: Path, roots: Sequence[Path]) -> str | None:
+    """Why the file tools (and, without the sandbox, commands) may not write `real`, or None.
+
+    Git's files are refused by the file tools' own `.git` rule; this names what the sandbox adds.
+    """
+    for root in roots:
+        guarded = {p.path for p in persona(root)}
+        if real in guarded and real.name != MEMORY_FOLDER:
+            return f"{real} is a persona file, read as the assistant's own instructions; only the owner changes it"
+        if root / MEMORY_FOLDER in guarded and real.is_relative_to(root / MEMORY_FOLDER):
+            return f"{real} is in the memory folder; add notes with the memory tools (memory_append) instead"
+    return None
+
+
+def persona(root: Path) -> list[Protection]:
+    """The persona and memory files at the top of `root`, when it is a hermitcrab workspace (holds one of
+    WORKSPACE_MARKERS): in a project, AGENTS.md or memory/ are the project's own, and stand-ins for the missing
+    ones would show up there as strange new files."""
+    if not any(os.path.lexists(root / name) for name in WORKSPACE_MARKERS):
+        return []
+    return [Protection(root / name, "file") for name in BOOTSTRAP_ORDER] + [
+        Protection(root / MEMORY_FOLDER, "folder")
+    ]
+
+
+@dataclass
+class _Scanned:
+    mtime_ns: int
+    subdirectories: list[str]
+    git_dirs: list[Path]  # found in this directory: its .git (a folder), itself when bare, a .git file
+    git_file: bool
+
+
+class Protected:
+    """The protections of some roots, the git part found by a bounded walk kept between calls.
+
+    A refresh stats every directory the last walk saw and lists again only those whose mtime changed (an entry
+    was added, removed or renamed there), so finding the repositories of an unchanged tree costs one stat each.
+    """
+
+    def __init__(self, roots: Sequence[Path]) -> None:
+        self.roots = [root.resolve() for root in roots]
+        self._scans: dict[Path, _Scanned] = {}
+        self._lock = threading.Lock()
+        self._warned: set[Path] = set()
+
+    def current(self) -> list[Protection]:
+        """Every protection of the roots as they are now (a few ms for an unchanged tree; call it off the loop)."""
+        with self._lock:
+            protections: list[Protection] = []
+            seen: dict[Path, _Scanned] = {}
+            for root in self.roots:
+                protections += persona(root)
+                protections += self._walk(root, seen)
+            self._scans = seen
+            return protections
+
+    def _walk(self, root: Path, seen: dict[Path, _Scanned]) -> list[Protection]:
+        found: list[Protection] = []
+        pinned: set[Path] = set()
+        stack: list[tuple[Path, int]] = [(root, 0)]
+        visited = 0
+        while stack:
+            directory, depth = stack.pop()
+            visited += 1
+            if visited > MAX_DIRECTORIES:
+                self._warn_once(root)
+                break
+            scan = self._scan(directory)
+            if scan is None:
+                continue
+            seen[directory] = scan
+            for git_dir in scan.git_dirs:
+                found += _pins(root, git_dir.parent if git_dir.name == ".git" else git_dir, pinned)
+                found += _git_dir(git_dir, pinned)
+            if scan.git_file:
+                found += _pins(root, directory, pinned)
+                found.append(Protection(directory / ".git", "file"))
+            if depth < MAX_DEPTH:
+                stack += [(directory / name, depth + 1) for name in scan.subdirectories]
+        return found
+
+    def _scan(self, directory: Path) -> _Scanned | None:
+        try:
+            mtime_ns = os.stat(directory, follow_symlinks=False).st_mtime_ns
+        except OSError:
+            return None
+        cached = self._scans.get(directory)
+        if cached is not None and cached.mtime_ns == mtime_ns and time.time_ns() - mtime_ns > _RACY_NS:
+            return cached
+        try:
+            with os.scandir(directory) as entries:
+                kinds = {e.name: (e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in entries}
+        except OSError:
+            return None
+        git_dirs = [directory / ".git"] if kinds.get(".git", (False, False))[0] else []
+        if _is_git_dir(kinds):  # a bare repository
+            return _Scanned(mtime_ns, [], [directory], False)
+        subdirectories = [n for n, (is_dir, _) in kinds.items() if is_dir and n != ".git" and n not in _SKIPPED]
+        return _Scanned(mtime_ns, subdirectories, git_dirs, kinds.get(".git", (False, False))[1])
+
+    def _warn_once(self, root: Path) -> None:
+        if root not in self._warned:
+            self._warned.add(root)
+            logger.warning(
+                "%s holds more than %d directories: git repositories past them are not bound read-only",
+                root,
+                MAX_DIRECTORIES,
+            )
+
+
+def _is_git_dir(kinds: dict[str, tuple[bool, bool]]) -> bool:
+    return kinds.get("HEAD", (False, False))[1] and kinds.get("objects", (False, False))[0]
+
+
+def _pins(root: Path, directory: Path, pinned: set[Path]) -> list[Protection]:
+    """Every directory from just below `root` down to `directory`, not pinned yet."""
+    chain = [directory, *directory.parents]
+    fresh = [d for d in chain[: chain.index(root)] if d not in pinned] if root in chain else []
+    pinned.update(fresh)
+    return [Protection(d, "pin") for d in fresh]
+
+
+def _git_dir(git_dir: Path, pinned: set[Path]) -> list[Protection]:
+    """A git directory's protected files, and those of the submodules and worktrees it keeps inside."""
+    found = [Protection(git_dir, "pin")] if git_dir not in pinned else []
+    pinned.add(git_dir)
+    found += [Protection(git_dir / name, kind) for name, kind in GIT_FILES]
+    for inner in _inner_git_dirs(git_dir):
+        found += _pins(git_dir, inner, pinned)
+        found += [Protection(inner / name, kind) for name, kind in GIT_FILES]
+    return found
+
+
+def _inner_git_dirs(git_dir: Path) -> Iterable[Path]:
+    for holder in ("modules", "worktrees"):
+        top = git_dir / holder
+        if not top.is_dir():
+            continue
+        for directory, subdirectories, files in os.walk(top):
+            if "HEAD" in files:
+                yield Path(directory)
+                subdirectories[:] = [d for d in subdirectories if d == "modules"]
+
+
+class StandIns:
+    """The mount points bwrap makes on the host for protected paths that did not exist, counted by the commands
+    binding them, and removed when the last one ends: removing one sooner would lift the read-only mount of a
+    command still running (the kernel drops a mount whose mount point is removed in another namespace)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users: dict[Path, int] = {}
+
+    def claim(self, protections: Sequence[Protection]) -> list[Path]:
+        """The stand-ins one command will bind (missing now, or another command's); release them when it ends."""
+        with self._lock:
+            claimed = [
+                p.path
+                for p in protections
+                if p.kind != "pin" and (p.path in self._users or not os.path.lexists(p.path))
+            ]
+            for path in claimed:
+                self._users[path] = self._users.get(path, 0) + 1
+            return claimed
+
+    def release(self, claimed: Sequence[Path]) -> None:
+        with self._lock:
+            for path in claimed:
+                self._users[path] -= 1
+                if not self._users[path]:
+                    del self._users[path]
+                    _remove_stand_in(path)
+
+
+def _remove_stand_in(path: Path) -> None:
+    """Remove what bwrap left at `path`, if it is still a stand-in (something else may have been written since)."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()  # fails, and so stays, when no longer empty
+        elif path.is_file() and not path.is_symlink() and path.read_bytes() in (b"", b".\n"):
+            path.unlink()
+    except OSError:
+        pass  # a stand-in something else has taken over stays
+
+
+STAND_INS = StandIns()
+
+
+def make_blanks(folder: Path) -> Path:
+    """The sources stand-ins are bound from (`folder/<kind>`), made once in the server's state."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (folder / "folder").mkdir(mode=0o700, exist_ok=True)
+    for kind, text in STAND_IN_TEXT.items():
+        if not (folder / kind).is_file():
+            atomic_write_text(folder / kind, text)
+    return folder
