@@ -24,9 +24,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ElicitRequestParams, ElicitResult
 
 from hermitcrab.servers.exec import Policy, build_server
+from hermitcrab.servers.exec.__main__ import config_from_args, parser
 from hermitcrab.servers.exec.domains import DomainAllowlist
 from hermitcrab.servers.exec.network import BadNetworkOption
 from hermitcrab.servers.exec.sandbox import probe
+from hermitcrab.util.outbound import OUTBOUND_VARIABLE
 
 pytestmark = [
     pytest.mark.anyio,
@@ -267,3 +269,12 @@ def test_a_bad_option_stops_the_server_with_a_reason(workspace: Path, state: Pat
         build_server(roots=[workspace], state=state, allow_domains=["a/b"])
     with pytest.raises(BadNetworkOption, match="outbound allow entry"):
         build_server(roots=[workspace], state=state, outbound_allow=["a/b/c"])
+
+
+def test_the_flags_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(OUTBOUND_VARIABLE, "10.0.0.0/8;intranet:8080")
+    config = config_from_args(parser().parse_args(["--allow-domain", "pypi.org", "--allow-domain", "*.github.com"]))
+    assert config["allow_domains"] == ("pypi.org", "*.github.com")
+    assert config["outbound_allow"] == ("10.0.0.0/8", "intranet:8080")
+    given = config_from_args(parser().parse_args(["--allow-outbound", "127.0.0.1:3000;[::1]:8080"]))
+    assert given["outbound_allow"] == ("127.0.0.1:3000", "[::1]:8080") and given["allow_domains"] == ()
