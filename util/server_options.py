@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 HOME = "${HOME}/.hermitcrab"  # the home a server run alone defaults to (HERMITCRAB_HOME unset), as installers say it
 MAX_CALL_SECONDS = 3600
+# What running without a sandbox means, said the same way by the exec server and by `hermitcrab doctor`.
+NO_SANDBOX = "commands run with the server's own rights; only the allowlist stands between the model and the system"
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,8 @@ class Option:
     help: str
     default: Any = None
     type: Callable[[str], Any] | None = None
-    action: Literal["store_true", "store_false", "append"] | None = None
+    action: Literal["store_true", "store_false", "store_const", "append"] | None = None
+    const: Any = None
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
     dest: str | None = None
@@ -218,17 +221,22 @@ EXEC = ServerOptions(
         ),
         Option(
             ("--ask",),
-            "when to ask the user through MCP elicitation (default on-miss)",
-            default="on-miss",
-            choices=("off", "on-miss", "always"),
-            install=Ask("When to ask", "off, on-miss (a program off the allowlist) or always."),
+            "when to ask the user through MCP elicitation: on-leave (default; in the sandbox only what it would "
+            "refuse, e.g. writing outside the roots; without a sandbox on-miss), on-miss (a command the parser "
+            "cannot prove allowed), on-change (also every change, with the plan), always, or off (refuse instead)",
+            default="on-leave",
+            choices=("off", "on-miss", "on-leave", "on-change", "always"),
+            install=Ask(
+                "When to ask",
+                "on-leave (only what leaves the sandbox), on-miss, on-change (before every change), always or off.",
+            ),
         ),
         Option(
             ("--risk-tiers",),
-            "ask before changes (writes, installs, config) with the plan, and every time before deleting, writing "
-            "outside the roots or escalating privileges; on top of the allowlist",
-            action="store_true",
-            install="on",  # asks before changes, every time before deletes
+            "the same as --ask on-change (kept for older configs)",
+            action="store_const",
+            const="on-change",
+            dest="ask",
         ),
         Option(
             ("--approval-timeout",),
@@ -268,6 +276,18 @@ EXEC = ServerOptions(
         Option(
             ("--memory-mb",),
             "address-space limit per command; 0 for none (default %(default)s)",
+            type=int,
+            metavar="MB",
+        ),
+        Option(
+            ("--processes",),
+            "processes one command may run at once (more: it is killed); 0 for no cap (default %(default)s)",
+            type=int,
+            metavar="N",
+        ),
+        Option(
+            ("--file-size-mb",),
+            "largest file a command may write; writing past it kills the command; 0 for none (default %(default)s)",
             type=int,
             metavar="MB",
         ),

@@ -26,6 +26,8 @@ def parser() -> argparse.ArgumentParser:
     owned = {
         "approval_timeout": Policy.approval_timeout_s,
         "memory_mb": Limits.memory_mb,
+        "processes": Limits.processes,
+        "file_size_mb": Limits.file_size_mb,
         "undo_keep": UndoLimits.keep,
         "undo_mb": UndoLimits.mb,
     }
@@ -42,8 +44,7 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "policy": Policy(security=args.security, ask=args.ask, allow=allow, approval_timeout_s=args.approval_timeout),
         "sandbox": args.sandbox,
         "network": args.network and not args.no_network,
-        "limits": Limits(memory_mb=args.memory_mb),
-        "risk_tiers": args.risk_tiers,
+        "limits": Limits(memory_mb=args.memory_mb, processes=args.processes, file_size_mb=args.file_size_mb),
         "allow_domains": tuple(args.allow_domain),
         "outbound_allow": allow_entries(outbound),
         "undo": UndoLimits(keep=args.undo_keep, mb=args.undo_mb),

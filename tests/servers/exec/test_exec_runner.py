@@ -78,9 +78,19 @@ async def test_stdin_can_be_written(workspace: Path) -> None:
 
 
 async def test_resource_limits_apply(workspace: Path) -> None:
-    job = Job(spec(workspace, "ulimit -v; ulimit -f", memory_mb=512, file_size_mb=1))
+    job = Job(spec(workspace, "ulimit -v; ulimit -f; ulimit -S -t; ulimit -H -t", memory_mb=512, file_size_mb=1))
     assert await job.wait(10)
-    assert render(job.stdout, 100).text.split() == [str(512 * 1024), "1024"]
+    # CPU: the call's timeout + 5 s, and a hard limit 2 s higher, so going over it is SIGXCPU (reported), not SIGKILL
+    assert render(job.stdout, 100).text.split() == [str(512 * 1024), "1024", "15", "17"]
+
+
+async def test_the_process_cap_holds_without_the_sandbox_too(
+    workspace: Path, wait_gone: Callable[[str], Awaitable[None]]
+) -> None:
+    job = Job(spec(workspace, "for i in $(seq 100); do sleep 52.113 & done; wait", timeout_s=60, processes=10))
+    assert await job.wait(60)
+    assert (job.status, job.limit) == ("killed", "killed: more than 10 processes at once")
+    await wait_gone("52.113")
 
 
 def test_decoding_is_safe() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -64,8 +65,73 @@ async def test_timeout_kills_processes_that_left_the_session(
 ) -> None:
     server = server_factory(sandbox="bwrap", security="full")
     out = await run(server, "setsid sleep 43.917 & sleep 43.917", timeout_s=0.5)
-    assert out["status"] == "timed_out"
+    assert out["status"] == "timed_out" and out["note"].startswith("killed: still running after 0.5 s (timeout_s)")
     await wait_gone("43.917")
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["for i in $(seq 200); do sleep 47.319 & done; wait", "yes 47.319 | head -n 200 | xargs -P 0 -n 1 sleep"],
+)
+async def test_a_command_over_the_process_cap_is_killed_and_said_so(
+    server_factory: Callable[..., MCPServer], wait_gone: Callable[[str], Awaitable[None]], command: str
+) -> None:
+    server = server_factory(sandbox="bwrap", security="full")
+    out = await run(server, command, timeout_s=60)  # over the cap it dies in ~50 ms; without the cap, in 60 s
+    assert (out["status"], out["note"]) == ("killed", "killed: more than 64 processes at once"), out
+    await wait_gone("47.319")
+
+
+@pytest.mark.parametrize(
+    ("limits", "command", "note"),
+    [
+        (Limits(cpu_s=1), "while :; do :; done", "killed: more than 1 s of CPU time (SIGXCPU)"),
+        (Limits(file_size_mb=1), "head -c 3000000 /dev/zero > big.bin", "killed: wrote past the file size limit"),
+    ],
+)
+async def test_a_command_over_its_cpu_or_file_size_limit_is_killed_and_said_so(
+    workspace: Path, state: Path, limits: Limits, command: str, note: str
+) -> None:
+    policy = Policy(security="full")
+    server = build_server(roots=[workspace], state=state, policy=policy, sandbox="bwrap", limits=limits)
+    out = await run(server, command, timeout_s=60)
+    assert out["status"] == "killed" and out["note"].startswith(note), out
+    assert not (workspace / "big.bin").exists() or (workspace / "big.bin").stat().st_size == 1024 * 1024
+
+
+async def test_home_is_private_and_empty_but_for_toolchains(workspace: Path, state: Path, outside: Path) -> None:
+    home = outside / "home"
+    (home / ".cargo" / "bin").mkdir(parents=True)
+    (home / ".cargo" / "bin" / "cargo-tool").write_text("#!/bin/sh\n")
+    (home / ".cargo" / "credentials.toml").write_text("token = 'cargo-secret'")
+    (home / ".gitconfig").write_text("[user]\n\tname = owner\n")
+    (home / "notes.txt").write_text("private")
+    environ = {"HOME": str(home), "PATH": "/usr/bin:/bin", "HERMITCRAB_HOME": str(outside / "hc")}
+    server = build_server(
+        roots=[workspace], state=state, policy=Policy(security="full"), sandbox="bwrap", environ=environ
+    )
+    out = await run(server, "ls -A ~; ls ~/.cargo/bin; cat ~/.cargo/credentials.toml; touch ~/made && echo ok")
+    assert out["stdout"] == ".cargo\ncargo-tool\nok\n", out
+    assert not (home / "made").exists()
+
+
+async def test_other_processes_and_the_servers_variables_are_out_of_sight(
+    workspace: Path, state: Path, outside: Path
+) -> None:
+    canary = f"canary-{uuid.uuid4().hex}"
+    neighbour = subprocess.Popen(["sleep", "30"], env={"API_TOKEN": canary})
+    try:
+        environ = {"HOME": str(outside), "PATH": "/usr/bin:/bin", "API_TOKEN": canary, "LANG": "C.UTF-8"}
+        server = build_server(
+            roots=[workspace], state=state, policy=Policy(security="full"), sandbox="bwrap", environ=environ
+        )
+        out = await run(server, f"cat /proc/{neighbour.pid}/environ; cat /proc/1/environ; env")
+        assert canary in Path(f"/proc/{neighbour.pid}/environ").read_text()  # outside the sandbox it is readable
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+    assert canary not in out["stdout"] and "API_TOKEN" not in out["stdout"], out
+    assert f"/proc/{neighbour.pid}/environ: No such file or directory" in out["stderr"]
 
 
 @pytest.mark.parametrize(("network", "expected"), [(False, ["lo"]), (True, None)])
