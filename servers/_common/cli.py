@@ -37,6 +37,7 @@ def build_parser(
             "default": owned.get(option.key, option.default),
             "type": option.type,
             "action": option.action,
+            "const": option.const,
             "metavar": option.metavar,
             "choices": option.choices,
             "dest": option.dest,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,29 +21,45 @@ from hermitcrab.servers._common.arguments import quote
 
 from . import approvals
 from .approvals import ApprovalForm, ApprovalStore, Deadlines, OnceForm, Ruling
+from .checking import CheckWorker
 from .files import Files
-from .policy import Checker, Policy, Verdict
+from .leaving import widened
+from .policy import Ask, Policy, Verdict
 from .tiers import RiskTiers
 
 _MAX_CHECKED = 256
+
+
+def effective_ask(ask: Ask, sandboxed: bool) -> Ask:
+    """The ask mode in force: on-leave needs the sandbox, so without it the fail-closed parser asks (on-miss)."""
+    return "on-miss" if ask == "on-leave" and not sandboxed else ask
+
+
+@dataclass(frozen=True)
+class Approved:
+    """What `Gate.decide` lets run: where, a note when an approval was remembered, and the folders outside the
+    roots an approved on-leave question makes writable for this call."""
+
+    directory: Path
+    note: str | None = None
+    writable: tuple[Path, ...] = ()
 
 
 class Gate:
     def __init__(
         self,
         policy: Policy,
-        checker: Checker,
+        worker: CheckWorker,
         store: ApprovalStore,
         files: Files,
         running: Callable[[], list[str]] = list,
-        tiers: RiskTiers | None = None,
     ) -> None:
         self.policy = policy
-        self.checker = checker
+        self.ask = worker.judge.ask  # the effective mode (effective_ask)
+        self.worker = worker
         self.store = store
         self.files = files
         self.running = running  # command lines still running: a `git checkout` there may be making symlinks
-        self.tiers = tiers  # --risk-tiers: changing steps are asked about, dangerous ones every time (tiers.py)
         self.deadlines = Deadlines()
         # question key -> (workdir, verdict) from `resolve`, reused by `decide` in the same call: the command runs
         # in the directory the policy checked, and allow-always remembers what the user was shown.
@@ -56,9 +73,8 @@ class Gate:
             )
         return path
 
-    def verdict(self, command: str, workdir: Path, env: Mapping[str, str] | None) -> Verdict:
-        verdict = self.checker.check(command, workdir, env, approved=self.store.binaries, running=self.running())
-        return verdict if self.tiers is None else self.tiers.apply(verdict, command, workdir)
+    async def verdict(self, command: str, workdir: Path, env: Mapping[str, str] | None) -> Verdict:
+        return await self.worker.verdict(command, workdir, env, self.store.binaries, self.running())
 
     async def resolve(
         self, command: str, workdir: str | None, env: dict[str, str] | None, ctx: Context[Any, Any]
@@ -70,7 +86,7 @@ class Gate:
             directory = self.workdir(workdir)
         except ToolError as exc:
             return Ruling(decision="refused", reason=str(exc).removeprefix("Refused: "))
-        verdict = self.verdict(command, directory, env)
+        verdict = await self.verdict(command, directory, env)
         key = approvals.question_key(command, workdir, env)
         self._checked.pop(key, None)
         self._checked[key] = (directory, verdict)
@@ -80,19 +96,22 @@ class Gate:
             named = "`" in verdict.refusal  # the policy already quoted the offending segment
             reason = verdict.refusal if named else f"`{_short(command)}`: {verdict.refusal}"
             return Ruling(decision="refused", reason=_clipped(reason) + ".")
-        always = self.policy.ask == "always" or RiskTiers.every_time(verdict)
+        always = self.ask == "always" or RiskTiers.every_time(verdict) or bool(widened(verdict))
         if not always and (verdict.allowed or command in self.store.commands):
             return Ruling(decision="allowed")
-        if self.policy.ask == "off":
+        if self.ask == "off":
             return Ruling(decision="refused", reason=_clipped(_miss_sentence(verdict)))
+        if widened(verdict) and not approvals.can_elicit(ctx):
+            reason = _leaves_sentence(verdict, "this MCP host cannot ask the user (no elicitation support)")
+            return Ruling(decision="refused", reason=_clipped(reason))
         message = approvals.approval_message(command, str(directory), verdict, always)
         form = OnceForm if always else ApprovalForm
         return await approvals.ask(ctx, message, form, key, self.deadlines, self.policy.approval_timeout_s)
 
-    def decide(
+    async def decide(
         self, outcome: ElicitationResult[Any], command: str, workdir: str | None, env: Mapping[str, str] | None
-    ) -> tuple[Path, str | None]:
-        """(the directory to run in, a note when an approval was remembered), or raise a ToolError."""
+    ) -> Approved:
+        """What may run, or raise a ToolError."""
         key = approvals.question_key(command, workdir, env)
         self.deadlines.forget(key)
         checked = self._checked.pop(key, None)
@@ -106,10 +125,12 @@ class Gate:
         elif data.decision == "deny":
             raise ToolError(f"Refused: the user denied `{_short(command)}`; do not retry it, ask what they want.")
         directory = checked[0] if checked is not None else self.workdir(workdir)
+        if isinstance(data, Ruling):  # allowed without a question: nothing to widen
+            return Approved(directory)
+        verdict = checked[1] if checked is not None else await self.verdict(command, directory, env)
         if isinstance(data, ApprovalForm) and data.decision == "allow-always":
-            verdict = checked[1] if checked is not None else self.verdict(command, directory, env)
-            return directory, "Approved always: " + self.store.remember(verdict, command) + "."
-        return directory, None
+            return Approved(directory, "Approved always: " + self.store.remember(verdict, command) + ".")
+        return Approved(directory, writable=tuple(widened(verdict)))
 
     def _ruling(self, ruling: Ruling, command: str) -> None:
         if ruling.decision == "allowed":
@@ -138,6 +159,13 @@ def _clipped(reason: str, limit: int = 200) -> str:
 
 
 def _miss_sentence(verdict: Verdict) -> str:
+    if widened(verdict):
+        return _leaves_sentence(verdict, "nothing is asked on this server (--ask off)")
     shown = "; ".join(f"`{_short(m.command, 80)}`: {m.reason}" for m in verdict.misses[:3])
     more = f" (and {len(verdict.misses) - 3} more)" if len(verdict.misses) > 3 else ""
     return f"{shown}{more}. Use allowed commands, or the user can allow it with --allow NAME."
+
+
+def _leaves_sentence(verdict: Verdict, why_unasked: str) -> str:
+    reasons = "; ".join(miss.reason for miss in verdict.misses[:3])
+    return f"{reasons}. Leaving the workspace needs the user's approval and {why_unasked}; write inside the workspace."

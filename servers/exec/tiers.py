@@ -12,16 +12,16 @@ question, `--ask off` refusals and allow-always work as for any other miss.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from . import walk
 from .policy import Miss, Verdict
-from .rules import SUDO_LIKE, child_commands, written_paths
-from .shell import ShellSyntaxError, Word, parse
+from .rules import SUDO_LIKE
+from .shell import ShellSyntaxError, Word
 
 Tier = Literal["change", "danger"]
 
@@ -86,7 +86,6 @@ _GIT_READS = frozenset(
 _GIT_LISTS = {"branch": ("-l", "--list", "-a", "-r", "-v", "-vv"), "tag": ("-l", "--list"), "remote": ("-v",)}
 _GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
 _SETUID_MODE = re.compile(r"^[0-7]?[2-7][0-7]{3}$|[ugoa]*[+=][rwxXt]*s")
-_HARMLESS_TARGETS = re.compile(r"/dev/(null|stdout|stderr|tty|fd/[0-9]+)")
 
 
 @dataclass(frozen=True)
@@ -113,65 +112,38 @@ class RiskTiers:
 
     def steps(self, command: str, workdir: Path) -> list[TierMiss]:
         try:
-            parsed = parse(command)
+            found = [miss for step in walk.steps(command, workdir, self.home) for miss in self._step(step)]
         except ShellSyntaxError:
             return [_danger(command, "cannot be parsed")]
-        cwd: str | None = str(workdir)
-        found: list[TierMiss] = []
-        for simple in parsed.commands:
-            words = list(simple.words)
-            if words and words[0].text == "cd":
-                cwd = self._cd(cwd, words[1:])
-                continue
-            found += self._words(simple.raw, words, cwd)
-            found += [self._write(simple.raw, r.target, cwd) for r in simple.redirects if r.writes and r.target]
-        found += [self._write(command, r.target, cwd) for r in parsed.redirects if r.writes and r.target]
         return [miss for miss in found if miss.reason]
 
-    def _words(self, raw: str, words: list[Word], cwd: str | None) -> list[TierMiss]:
-        name = os.path.basename(words[0].text or "") if words else ""
-        if not name:
-            return []
-        args = words[1:]
-        rest = [word.text or "" for word in args]
-        children = child_commands(name, args)
-        found = [miss for child in children or [] for miss in self._words(raw, child, cwd)]
+    def _step(self, step: walk.Step) -> list[TierMiss]:
+        raw, name, rest = step.raw, step.name, [word.text or "" for word in step.args]
         if name in _PRIVILEGED:
-            return [*found, _danger(raw, "runs with other privileges")]
+            return [_danger(raw, "runs with other privileges")]
         if name in _DELETERS or (name == "find" and "-delete" in rest) or (name == "rsync" and _deletes(rest)):
-            return [*found, _danger(raw, "deletes files")]
+            return [_danger(raw, "deletes files")]
         if name == "chmod" and rest and _SETUID_MODE.search(next((w for w in rest if not w.startswith("-")), "")):
-            return [*found, _danger(raw, "sets a setuid/setgid bit")]
+            return [_danger(raw, "sets a setuid/setgid bit")]
+        found: list[TierMiss] = []
         if name == "git":
             found.append(_git(raw, rest))
         elif _installs(name, rest):
             found.append(_change(raw, "installs or removes packages"))
         elif name in _CONFIG_TOOLS and _CONFIG_TOOLS[name](rest):
             found.append(_change(raw, "changes configuration"))
-        if name != "git":
-            found += [self._write(raw, word, cwd) for word in written_paths(name, args)]
-        return found
+        return found + [self._write(raw, word, step.cwd) for word in step.writes]
 
     def _write(self, raw: str, target: Word, cwd: str | None) -> TierMiss:
-        text = target.text
-        if text is not None and _HARMLESS_TARGETS.fullmatch(text):
+        if walk.harmless(target):
             return _change(raw, "")
-        if text is not None and target.tilde:
-            text = self.home + text[1:]
-        if text is None or (not os.path.isabs(text) and cwd is None):
+        real = walk.target(target, cwd, self.home)
+        if real is None:
             return _danger(raw, "writes a path computed when it runs")
-        real = Path(os.path.realpath(os.path.join(cwd or "/", text)))
         if not any(real.is_relative_to(root) for root in self.roots):
             return _danger(raw, f"writes outside the workspace ({real})")
         what = "changes configuration" if real.name.startswith(".") else "writes inside the workspace"
         return _change(raw, f"{what} ({real})")
-
-    def _cd(self, cwd: str | None, args: list[Word]) -> str | None:
-        target = args[0] if args else Word("~", "~", tilde=True)
-        if cwd is None or target.text is None or target.text == "-":
-            return None
-        text = self.home + target.text[1:] if target.tilde else target.text
-        return os.path.realpath(os.path.join(cwd, text))
 
 
 def _git(raw: str, words: list[str]) -> TierMiss:
@@ -216,13 +188,8 @@ def _deletes(words: list[str]) -> bool:
 
 def _change(command: str, reason: str) -> TierMiss:
     """A changing step (an empty reason: nothing to ask about, dropped by `steps`)."""
-    return TierMiss(command, f"`{_short(command)}` {reason} (risk tier: asked with the plan)" if reason else "")
+    return TierMiss(command, f"`{walk.shown(command)}` {reason} (risk tier: asked with the plan)" if reason else "")
 
 
 def _danger(command: str, reason: str) -> TierMiss:
-    return TierMiss(command, f"`{_short(command)}` {reason} (risk tier: asked every time)", None, "danger")
-
-
-def _short(command: str, limit: int = 120) -> str:
-    command = " ".join(command.split())
-    return command if len(command) <= limit else command[:limit] + "..."
+    return TierMiss(command, f"`{walk.shown(command)}` {reason} (risk tier: asked every time)", None, "danger")

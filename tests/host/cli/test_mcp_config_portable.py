@@ -45,7 +45,8 @@ def test_the_default_entry_is_unchanged_and_absolute():
     result = runner.invoke(app, ["mcp-config", "exec"])
     entry = json.loads(result.output)["mcpServers"]["exec"]
 
-    assert Path(entry["command"]).is_absolute() and entry["args"][-1] == "--risk-tiers"
+    assert Path(entry["command"]).is_absolute() and entry["args"][-2:] == ["--state", str(Path(entry["args"][-1]))]
+    assert not {"--ask", "--risk-tiers"} & set(entry["args"]), "the server's own default decides what is asked"
 
 
 async def test_the_portable_exec_entry_starts(tmp_path: Path):

@@ -18,7 +18,7 @@ def test_init_writes_an_example_skill_that_is_offered(hermitcrab_home: Path):
     skill = hermitcrab_home / "workspace" / "skills" / "daily-brief" / "SKILL.md"
     assert skill.read_text().startswith("---\nname: daily-brief\n")
     exec_args = tomllib.loads((hermitcrab_home / "config.toml").read_text())["mcpServers"]["exec"]["args"]
-    assert "--risk-tiers" in exec_args
+    assert not {"--ask", "--risk-tiers"} & set(exec_args)  # on-leave in the sandbox, on-miss without: the server's
     listed = runner.invoke(app, ["skills"], env={"HOME": str(hermitcrab_home)})
     assert listed.exit_code == 0 and "- daily-brief: A short briefing" in listed.output
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ class User:
 
 @pytest.fixture
 def tiered(workspace: Path, state: Path) -> MCPServer:
-    return build_server(roots=[workspace], state=state, policy=Policy(allow=ALLOW), sandbox="none", risk_tiers=True)
+    return build_server(roots=[workspace], state=state, policy=Policy(allow=ALLOW, ask="on-change"), sandbox="none")
 
 
 async def run(server: MCPServer, user: User, *commands: str) -> list[bool]:
@@ -85,8 +86,8 @@ async def test_a_denied_dangerous_step_does_not_run(tiered: MCPServer, workspace
     assert (workspace / "a.txt").exists()
 
 
-async def test_without_risk_tiers_the_allowlist_alone_decides(workspace: Path, state: Path) -> None:
-    server = build_server(roots=[workspace], state=state, policy=Policy(allow=ALLOW), sandbox="none")
+async def test_on_miss_the_allowlist_alone_decides(workspace: Path, state: Path) -> None:
+    server = build_server(roots=[workspace], state=state, policy=Policy(allow=ALLOW, ask="on-miss"), sandbox="none")
     user = User("deny")
 
     assert await run(server, user, "mkdir build", "rm -r build") == [False, False]
@@ -120,13 +121,14 @@ def test_tiers_of_command_lines(command: str, tier: str | None, workspace: Path)
     assert max((step.tier for step in steps), key=["change", "danger"].index, default=None) == tier
 
 
-def test_the_flag_turns_tiers_on() -> None:
-    assert config_from_args(parser().parse_args(["--risk-tiers"]))["risk_tiers"] is True
-    assert config_from_args(parser().parse_args([]))["risk_tiers"] is False
+def test_risk_tiers_is_the_old_name_of_ask_on_change() -> None:
+    assert config_from_args(parser().parse_args(["--risk-tiers"]))["policy"].ask == "on-change"
+    assert config_from_args(parser().parse_args(["--ask", "on-change"]))["policy"].ask == "on-change"
+    assert config_from_args(parser().parse_args([]))["policy"].ask == "on-leave"
 
 
-async def test_status_reports_the_tiers(tiered: MCPServer) -> None:
+async def test_status_reports_asking_on_change(tiered: MCPServer) -> None:
     async with Client(tiered) as client:
         with anyio.fail_after(5):
             status = await client.read_resource("exec://status")
-    assert '"risk_tiers": true' in status.contents[0].text  # type: ignore[union-attr]
+    assert json.loads(status.contents[0].text)["ask"] == "on-change"  # type: ignore[union-attr]

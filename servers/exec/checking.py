@@ -1,0 +1,122 @@
+"""The policy check, off the event loop and on a time budget, so no command line can freeze the server.
+
+The check is pure Python (bashlex and our rules) and holds the GIL while it runs; a thread could neither be
+stopped at the budget nor keep a parse in C from starving the loop. So it runs in one worker process, kept warm
+between calls (forked from a forkserver that has the policy modules imported: a restart takes milliseconds), and
+a check over its budget is refused as too complex, the worker killed and replaced. A checker that crashes takes
+only its worker with it. Other tools never wait for a check: the loop only waits on a pipe.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from .leaving import Leaves
+from .policy import Ask, Checker, Security, Verdict
+from .tiers import RiskTiers
+
+logger = logging.getLogger(__name__)
+BUDGET_S = 1.5  # a refusal then still arrives within 2 s; ordinary lines take a few milliseconds
+TOO_COMPLEX = "the command is too complex to check within {budget:g} s; split it into shorter commands"
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload([__name__])
+
+
+@dataclass(frozen=True)
+class Judge:
+    """The verdict the gate acts on, for the effective ask mode: the parser's, with the tiers' questions added
+    (on-change), or with its misses replaced by what leaves the sandbox (on-leave)."""
+
+    checker: Checker
+    ask: Ask
+    security: Security
+    tiers: RiskTiers | None = None
+    leaves: Leaves | None = None
+
+    def __call__(
+        self, command: str, workdir: Path, env: Mapping[str, str] | None, approved: Iterable[str], running: list[str]
+    ) -> Verdict:
+        verdict = self.checker.check(command, workdir, env, approved=approved, running=running)
+        if self.ask == "on-change" and self.tiers is not None:
+            return self.tiers.apply(verdict, command, workdir)
+        if self.ask == "on-leave" and self.leaves is not None and self.security != "full":
+            return self.leaves.judge(verdict, command, workdir)
+        return verdict
+
+
+class CheckWorker:
+    """Runs `judge` in a worker process, one check at a time, each within `budget_s`."""
+
+    def __init__(self, judge: Judge, budget_s: float = BUDGET_S) -> None:
+        self.judge = judge
+        self.budget_s = budget_s
+        self._lock = anyio.Lock()
+        self._process: BaseProcess | None = None
+        self._connection: Connection | None = None
+        self._guard = threading.Lock()  # stop() may come from the lifespan while a thread starts the worker
+
+    async def verdict(
+        self, command: str, workdir: Path, env: Mapping[str, str] | None, approved: Iterable[str], running: list[str]
+    ) -> Verdict:
+        async with self._lock:
+            connection = await anyio.to_thread.run_sync(self._started)
+            try:
+                connection.send((command, workdir, dict(env or {}), frozenset(approved), running))
+                answered = await anyio.to_thread.run_sync(connection.poll, self.budget_s)
+                result: Verdict | str = connection.recv() if answered else TOO_COMPLEX.format(budget=self.budget_s)
+            except (EOFError, OSError) as exc:  # the worker died mid-check (killed, out of memory)
+                answered, result = False, f"the policy check stopped ({type(exc).__name__}); try a simpler command"
+            if not answered:
+                await anyio.to_thread.run_sync(self.stop)
+            return result if isinstance(result, Verdict) else Verdict(refusal=result)
+
+    def stop(self) -> None:
+        """Kill the worker (a new one starts at the next check)."""
+        with self._guard:
+            self._discard()
+
+    def _started(self) -> Connection:
+        with self._guard:
+            if self._connection is None or self._process is None or not self._process.is_alive():
+                self._discard()
+                ours, theirs = _CONTEXT.Pipe()
+                process = _CONTEXT.Process(target=_serve, args=(theirs, self.judge), daemon=True)
+                process.start()
+                theirs.close()
+                self._process, self._connection = process, ours
+            return self._connection
+
+    def _discard(self) -> None:
+        process, connection = self._process, self._connection
+        self._process = self._connection = None
+        if connection is not None:
+            connection.close()
+        if process is not None:
+            process.kill()
+            process.join(5)
+            process.close()
+
+
+def _serve(connection: Connection, judge: Judge) -> None:
+    """The worker's loop: a check per request until the server closes the pipe."""
+    while True:
+        try:
+            command, workdir, env, approved, running = connection.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            answer: Verdict | str = judge(command, workdir, env, approved, running)
+        except Exception as exc:  # a checker bug must refuse the line, not run it
+            logger.exception("the policy check failed")
+            answer = f"the policy check failed ({type(exc).__name__}); try a simpler command"
+        connection.send(answer)
