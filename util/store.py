@@ -29,9 +29,11 @@ class Torn(ValueError):
 
 @dataclass(frozen=True)
 class JsonFile:
-    """One JSON object in `path`, saved atomically and 0600 (state holds conversations, tokens and people)."""
+    """One JSON object in `path`, saved atomically and 0600 (state holds conversations, tokens and people);
+    `indent` None keeps a big file that only programs read on one line (the exec server's undo manifest)."""
 
     path: Path
+    indent: int | None = 2
 
     def read(self) -> dict[str, Any]:
         """The object; FileNotFoundError when there is no file, Torn when it holds anything else."""
@@ -56,7 +58,7 @@ class JsonFile:
             return {}
 
     def save(self, data: dict[str, Any]) -> None:
-        atomic_write_json(self.path, data)
+        atomic_write_json(self.path, data, self.indent)
 
     def set_aside(self, suffix: str) -> Path:
         """Move the file to `<name><suffix>` beside it, kept for a person to look into; the new name."""

@@ -142,9 +142,9 @@ class ChangeLog:
             return
         folder = state / "undo"
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._log = JsonFile(folder / "changes.json")
+        self._log = JsonFile(folder / "changes.json", indent=None)
         self._pending = JsonFile(folder / "pending.json")
-        self._manifest = JsonFile(folder / "manifest.json")
+        self._manifest = JsonFile(folder / "manifest.json", indent=None)
         self.records = [Record.from_json(r) for r in self._log.load("undo starts without history").get("records", [])]
         self.baseline = manifest_from_json(
             self._manifest.load("the next call walks the roots afresh").get("entries", {})
