@@ -44,6 +44,7 @@ ATTACKS = {
         "cd proj && git config alias.st '!touch pwned'",
         "mkdir -p proj/.git/hooks && echo 'touch pwned' > proj/.git/hooks/pre-commit",  # the repo had no hooks
         "echo /var/tmp > proj/.git/commondir",
+        "echo '[alias] st = !touch pwned' > proj/.git/config.worktree",  # read: proj enables worktreeConfig
         "mv proj/.git proj/g2 && mkdir proj/.git",
         "mv proj p2 && mkdir proj",
         "mv nested n2",
@@ -64,6 +65,7 @@ def tree(workspace: Path) -> dict[Path, bytes | None]:
         subprocess.run(["git", "init", "-q", str(repo)], check=True)
         shutil.rmtree(repo / ".git" / "hooks")  # a missing hooks folder must not be creatable either
     subprocess.run(["git", "init", "-q", "--bare", str(workspace / "bare.git")], check=True)
+    subprocess.run(["git", "-C", str(workspace / "proj"), "config", "extensions.worktreeConfig", "true"], check=True)
     return _snapshot(workspace)
 
 
