@@ -4,7 +4,8 @@ Run: .venv/bin/python bench/exec.py [--runs 200] [--json]
 
 1. `exec {"command": "true"}` round trip over MCP (in-process client, and a real stdio subprocess), unsandboxed
    and (when bubblewrap works here) sandboxed, against `subprocess.run(["true"])` and
-   `subprocess.run(["bash", "-c", "true"])` run directly: p50/p99 in ms and the ratio of p50s.
+   `subprocess.run(["bash", "-c", "true"])` run directly: p50/p99 in ms and the ratio of p50s; sandboxed also in
+   a hermitcrab workspace holding 10 git repositories, whose protected files the sandbox binds read-only.
 2. The policy check (bashlex parse + binary resolution + rules) on a ~2,000-character pipeline of allowed
    commands: p50/p99 in ms.
 3. Undo's walks on a workspace of 5,000 files (in-process, no sandbox): `exec true` and `exec` changing one file,
@@ -83,7 +84,22 @@ async def bench_mcp(root: Path, state: Path, runs: int) -> dict[str, Any]:
         )
         async with Client(params) as client:
             out[f"stdio, sandbox={mode}"] = stats(await mcp_round_trip(client, runs))
+    if "bwrap" in modes:
+        workspace = state.parent / "protected-ws"
+        plant_workspace(workspace)
+        server = build_server(roots=[workspace], state=state.parent / "protected-state", sandbox="bwrap")
+        async with Client(server) as client:
+            out["in-process, sandbox=bwrap, workspace + 10 repos"] = stats(await mcp_round_trip(client, runs))
     return out
+
+
+def plant_workspace(root: Path, repositories: int = 10) -> None:
+    """Persona files, memory/ and `repositories` git repositories: about 60 read-only binds and pins."""
+    (root / "memory").mkdir(parents=True)
+    for name in ("AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "MEMORY.md"):
+        (root / name).write_text(f"# {name}\n")
+    for number in range(repositories):
+        subprocess.run(["git", "init", "-q", str(root / "projects" / f"repo{number}")], check=True)
 
 
 def plant(root: Path, folders: int = 50, files: int = 100) -> None:
