@@ -7,6 +7,7 @@ makes that path fail instead of leading out of the roots; files come back with t
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -86,7 +87,9 @@ def _attempt(problems: dict[str, str], path: str, action: Callable[[int, str], N
 
 @contextlib.contextmanager
 def _folder(roots: Sequence[Path], parent: Path) -> Generator[int]:
-    root = next(r for r in roots if parent == r or parent.is_relative_to(r))
+    root = next((r for r in roots if parent == r or parent.is_relative_to(r)), None)
+    if root is None:
+        raise NotADirectoryError(errno.ENOENT, "it is no longer inside a root of this server")
     with fsio.directory(root, parent) as fd:
         yield fd
 

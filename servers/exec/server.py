@@ -205,7 +205,7 @@ def build_server(
                 if await job.wait(yield_ms / 1000):
                     note = _join(note, _refused(call))
                     ended = processes.result(job, sandboxed=sandboxed, background=False, note=note)
-                    return await with_changes(ended, job.id)
+                    return await with_changes(ended, job)
             except anyio.get_cancelled_exc_class():
                 job.kill()
                 raise
@@ -263,20 +263,20 @@ def build_server(
             raise ToolError(f"No session {quote(session_id)}; `process` with action=list shows the sessions.")
         if action == "poll":
             await job.wait(wait_ms / 1000)
-            return await with_changes(processes.poll(job, sandboxed=sandboxed), job.id)
+            return await with_changes(processes.poll(job, sandboxed=sandboxed), job)
         if action == "log":
             return processes.log(job, offset, limit)
         if action == "write":
             return _write(job, data, eof, sandboxed)
         job.kill()
         await job.wait(5)
-        return await with_changes(processes.result(job, sandboxed=sandboxed, background=True), job.id)
+        return await with_changes(processes.result(job, sandboxed=sandboxed, background=True), job)
 
-    async def with_changes(result: ExecResult, job_id: str) -> ExecResult:
+    async def with_changes(result: ExecResult, job: Job) -> ExecResult:
         """`result` with the files its command changed, once the command has ended (reported once)."""
-        if result.status == "running":
+        if not job.done.is_set():
             return result
-        record = await anyio.to_thread.run_sync(changes.finished, job_id)
+        record = await anyio.to_thread.run_sync(changes.finished, job.id)
         if record is None:
             return result
         return result.model_copy(update={"changed": changes.summary(record), "change_id": record.id})

@@ -162,6 +162,22 @@ async def test_a_folder_holding_files_made_later_is_not_removed_silently(
     assert not (workspace / "out").exists()
 
 
+async def test_a_forced_undo_never_writes_through_a_link_swapped_in(
+    make: Callable[..., MCPServer], workspace: Path
+) -> None:
+    outside = workspace.parent / "outside"
+    outside.mkdir()
+    (workspace / "d").mkdir()
+    (workspace / "d" / "notes.txt").write_text("mine\n")
+    async with Client(make()) as client:
+        removed = await call(client, "exec", command="rm -rf d")
+        await call(client, "exec", command=f"ln -s {outside} d")
+        assert "these changed again after it: d" in await refusal(client, "exec_undo", call_id=removed["change_id"])
+        await call(client, "exec_undo", call_id=removed["change_id"], force=True)
+    assert list(outside.iterdir()) == []
+    assert not (workspace / "d").is_symlink() and (workspace / "d" / "notes.txt").read_text() == "mine\n"
+
+
 async def test_the_result_names_changed_files_within_a_bound(make: Callable[..., MCPServer]) -> None:
     async with Client(make()) as client:
         many = await call(client, "exec", command="for i in $(seq 300); do echo $i > file-$i.txt; done")
@@ -179,6 +195,20 @@ async def test_a_background_command_reports_its_changes_when_it_ends(make: Calla
         assert started["changed"] is None
         ended = await call(client, "process", action="poll", session_id=started["session_id"], wait_ms=20_000)
     assert ended["status"] == "exited" and ended["changed"] == "late.txt (added)"
+
+
+async def test_changes_made_while_two_commands_ran_are_in_both_records(make: Callable[..., MCPServer]) -> None:
+    async with Client(make()) as client:
+        wait_for = "while [ ! -e {} ]; do sleep 0.02; done"
+        background = await call(
+            client, "exec", command=f"{wait_for.format('fg.txt')}; echo bg > bg.txt", background=True
+        )
+        foreground = await call(client, "exec", command=f"echo fg > fg.txt; {wait_for.format('bg.txt')}")
+        ended = await call(client, "process", action="poll", session_id=background["session_id"], wait_ms=20_000)
+        listed = {c["call_id"]: c for c in (await call(client, "exec_changes"))["changes"]}
+    assert foreground["changed"] == "bg.txt (added), fg.txt (added)" == ended["changed"]
+    assert listed[foreground["change_id"]]["shared_with"] == [ended["change_id"]]
+    assert listed[ended["change_id"]]["shared_with"] == [foreground["change_id"]]
 
 
 async def test_retention_drops_the_oldest_past_either_limit(make: Callable[..., MCPServer], workspace: Path) -> None:
