@@ -69,6 +69,8 @@ ENVIRONMENT: Mapping[str, tuple[str, str]] = {
     "DISCORD_TOKEN": ("discord", "token"),
     "HERMITCRAB_DISCORD_API_BASE": ("discord", "api_base"),
     "HERMITCRAB_DISCORD_GATEWAY_URL": ("discord", "gateway_url"),
+    "HERMITCRAB_DISCORD_STREAM": ("discord", "stream"),
+    "HERMITCRAB_DISCORD_STREAM_IN_GUILDS": ("discord", "stream_in_guilds"),
     OUTBOUND_VARIABLE: ("outbound", "allow"),
 }
 """Variables that replace one key of `config.toml` (`(table, key)`) when set and not blank."""

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.support.cli import CLI, cli_env, wait_for
-from tests.support.discord_host import DiscordRun, start_run, stop
+from tests.support.discord_host import STREAMED, DiscordRun, start_run, stop
 from tests.support.fake_discord import OWNER, FakeDiscord
 from tests.support.fake_llm import FakeLLM, Reply, free_port, openai_text, openai_tool_calls
 
@@ -57,7 +57,11 @@ owners = ["{OWNER}"]
     runs: list[DiscordRun] = []
 
     def launch() -> subprocess.Popen[bytes]:
-        runs.append(start_run(hermitcrab_home, llm, discord_api, tmp_path / f"run-{len(runs)}.log", mcp_config=desktop))
+        runs.append(
+            start_run(
+                hermitcrab_home, llm, discord_api, tmp_path / f"run-{len(runs)}.log", mcp_config=desktop, env=STREAMED
+            )
+        )
         return runs[-1].process
 
     yield launch
@@ -101,13 +105,18 @@ def test_a_turn_that_ran_tools_is_not_repeated_after_a_crash_the_sender_is_told(
     message = discord_api.user_says(OWNER, "send the invoice to ACME")
     wait_for(lambda: len(llm.requests) == 2, "the tool never ran")
 
+    wait_for(lambda: "echo" in "".join(s.content for s in discord_api.replies_to(message)), "no draft of the tool")
     kill_9(host)
     again = start()
-    wait_for(lambda: discord_api.replies_to(message) != [], f"no word after the restart: {discord_api.sent}")
+    notice = "I restarted while working on “send the invoice to ACME”; ask again if you still need it."
+
+    def said() -> list[str]:
+        return [sent.content for sent in discord_api.replies_to(message)]
+
+    wait_for(lambda: said() == [notice], f"no word after the restart: {discord_api.sent}")  # the draft, replaced
     stop(again)
 
-    (notice,) = [sent.content for sent in discord_api.replies_to(message)]
-    assert notice == "I restarted while working on “send the invoice to ACME”; ask again if you still need it."
+    assert said() == [notice] and discord_api.deleted == []
     assert len(llm.requests) == 2  # no model call repeated the turn
 
 

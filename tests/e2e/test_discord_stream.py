@@ -11,7 +11,7 @@ import pytest
 
 from hermitcrab.channels.discord.split import split_message
 from tests.support.cli import wait_for
-from tests.support.discord_host import CONFIG, DiscordRun, start_run, stop
+from tests.support.discord_host import CONFIG, STREAMED, DiscordRun, start_run, stop
 from tests.support.fake_discord import OWNER, FakeDiscord, Sent
 from tests.support.fake_llm import FakeLLM, Reply, openai_text
 
@@ -28,7 +28,7 @@ def start(
 
     def launch(config: str = CONFIG) -> subprocess.Popen[bytes]:
         (hermitcrab_home / "config.toml").write_text(config)
-        runs.append(start_run(hermitcrab_home, llm, discord_api, tmp_path / f"run-{len(runs)}.log"))
+        runs.append(start_run(hermitcrab_home, llm, discord_api, tmp_path / f"run-{len(runs)}.log", env=STREAMED))
         return runs[-1].process
 
     yield launch

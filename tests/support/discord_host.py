@@ -25,14 +25,20 @@ owners = ["{OWNER}"]
 require_mention = true
 """
 """The config.toml of most Discord runs: no heartbeat, the fake's OWNER as the owner, its guild answering mentions."""
+WHOLE = {"HERMITCRAB_DISCORD_STREAM": "off", "HERMITCRAB_DISCORD_STREAM_IN_GUILDS": "off"}
+"""Replies sent whole, as every run gets unless it streams: a test reads a reply once, never a draft half written."""
+STREAMED = dict.fromkeys(WHOLE, "")
+"""The stream modes of config.toml (or the defaults) instead: for the runs that test streaming."""
 
 
 def discord_env(
     home: Path, llm: FakeLLM, discord: FakeDiscord, extra: dict[str, str] | None = None, *, token: str = TOKEN
 ) -> dict[str, str]:
     """The environment of a CLI process at `home` whose Discord channel talks to `discord` with `token` (the one the
-    fake accepts unless a test wants it refused) and whose model is the scripted `llm`; `extra` goes on top."""
+    fake accepts unless a test wants it refused), sends replies whole (`WHOLE`), and whose model is the scripted
+    `llm`; `extra` goes on top."""
     discord_vars = {
+        **WHOLE,
         "DISCORD_TOKEN": token,
         "HERMITCRAB_DISCORD_API_BASE": discord.api_base,
         "HERMITCRAB_DISCORD_GATEWAY_URL": discord.gateway_url,
