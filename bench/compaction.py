@@ -27,7 +27,7 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hermitcrab.host.config import AgentSettings  # noqa: E402
-from hermitcrab.host.providers import Completion, Message, ToolSpec  # noqa: E402
+from hermitcrab.host.providers import Completion, Message, TextSink, ToolSpec  # noqa: E402
 from hermitcrab.host.session.transcript import Session, SessionStore  # noqa: E402
 from hermitcrab.host.turn.loop import run_turn  # noqa: E402
 from tests.support.scripted_provider import ScriptedProvider  # noqa: E402
@@ -45,11 +45,17 @@ class Timed(ScriptedProvider):
     model_s: float = 0.0
     summaries: int = 0
 
-    async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        on_delta: TextSink | None = None,
+    ) -> Completion:
         start = time.perf_counter()
         self.summaries += not tools
         try:
-            return await super().complete(system, messages, tools)
+            return await super().complete(system, messages, tools, on_delta)
         finally:
             self.model_s += time.perf_counter() - start
 

@@ -42,7 +42,7 @@ from hermitcrab.host.events import Event, Target  # noqa: E402
 from hermitcrab.host.gateway.gateway import Gateway  # noqa: E402
 from hermitcrab.host.gateway.triggers import relay_server_events  # noqa: E402
 from hermitcrab.host.mcp.pool import McpPool, ServerEvent  # noqa: E402
-from hermitcrab.host.providers import Completion, Message, ToolSpec, Usage  # noqa: E402
+from hermitcrab.host.providers import Completion, Message, TextSink, ToolSpec, Usage  # noqa: E402
 from hermitcrab.host.session.transcript import SessionStore  # noqa: E402
 from hermitcrab.host.turn.agent import Agent  # noqa: E402
 from tests.support.processes import pid_serving  # noqa: E402
@@ -186,7 +186,13 @@ class EchoProvider:
 
     label = "echo"
 
-    async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        on_delta: TextSink | None = None,
+    ) -> Completion:
         return Completion(Message("assistant", "noted"), Usage(10, 1), model="echo", provider="echo")
 
 

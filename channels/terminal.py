@@ -1,11 +1,10 @@
-"""The terminal channel: replies rendered with rich, tool activity shown briefly, questions as prompts."""
+"""The terminal channel: replies written out as the model streams them (rendered with rich when not streamed), tool
+activity shown briefly as it starts and finishes, questions as prompts."""
 
 from __future__ import annotations
 
-import json
 import queue
 import threading
-from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -15,34 +14,107 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.text import Text
 
-from hermitcrab.host.events import Target
+from hermitcrab.host.events import (
+    Compaction,
+    Listener,
+    MessageDone,
+    Target,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnEvent,
+)
 from hermitcrab.util.text import escape_controls
 
 TERMINAL = Target(channel="terminal", conversation="console", user="you")
 
 
 class TerminalChannel:
-    """Prints replies as Markdown; `hermitcrab chat` reads the user's lines and submits them as events."""
+    """Writes a reply out as the model streams it and prints the rest as Markdown; `hermitcrab chat` reads the
+    user's lines and submits them as events.
+
+    A streamed reply stays as it was written (Markdown source, which reads well in a terminal): rendering it again
+    once whole would print it twice. Everything printed has its control characters escaped: a reply or a question
+    (an approval naming a command) must not move the cursor, clear the screen or restyle what is around it.
+    """
 
     name = "terminal"
     display = "a terminal: long output, Markdown, tables and code blocks all render fine"
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console()
+        self.written = Written()
+        self._open_line = False
+        """Whether the cursor sits after streamed words, so the next line must start on a line of its own."""
 
     async def send(self, target: Target, text: str) -> None:
-        """Render `text` as Markdown, its control characters escaped: a reply or a question (an approval naming a
-        command) must not move the cursor, clear the screen or restyle what is printed around it."""
+        """The reply (its streamed part already on screen), a question or a message."""
+        rest = self.written.rest(text)
+        if rest is not None:
+            self._write(rest)
+            self._end_line()
+            return
+        self._end_line()
         self.console.print(Markdown(hard_breaks(escape_controls(text))))
 
     async def typing(self, target: Target) -> None:
-        self.console.print("[dim]…thinking[/dim]")
+        self._note("…thinking")
 
-    def tool_activity(self, name: str, arguments: dict[str, Any]) -> None:
-        """One dim line per tool call; the model wrote the arguments, so they are text, never markup or controls."""
-        shown = json.dumps(arguments, ensure_ascii=False)
-        line = f"  ↳ {name} {shown[:100]}{'…' if len(shown) > 100 else ''}"
-        self.console.print(Text(escape_controls(line), style="dim"))
+    def listener(self, target: Target) -> Listener:
+        return self.show
+
+    async def show(self, event: TurnEvent) -> None:
+        """The turn as it happens: the answer's words as they come, a dim line as each tool call starts and ends."""
+        if isinstance(event, TextDelta):
+            self._write(event.text)
+            self.written.add(event.text)
+        elif isinstance(event, MessageDone) and event.tool_calls:
+            self.written.clear()  # words before a tool call are said, but not the reply
+        elif isinstance(event, ToolStarted):
+            self._note(f"  ↳ {event.name} {event.arguments}")
+        elif isinstance(event, ToolFinished):
+            self._note(f"  {'✓' if event.ok else '✗'} {event.name} ({event.duration_s:.1f} s)")
+        elif isinstance(event, Compaction):
+            self._note(f"  (compacted the conversation: {event.before_chars:,} → {event.after_chars:,} characters)")
+
+    def note(self, text: str) -> None:
+        """A dim line of the terminal's own (a cancelled turn), on a line of its own."""
+        self.written.clear()
+        self._note(text)
+
+    def _note(self, text: str) -> None:
+        """The model wrote a tool's name and arguments, so they are text, never markup or controls."""
+        self._end_line()
+        self.console.print(Text(escape_controls(text), style="dim"))
+
+    def _write(self, text: str) -> None:
+        if text:
+            self.console.print(Text(escape_controls(text)), end="", soft_wrap=True)
+            self._open_line = not text.endswith("\n")
+
+    def _end_line(self) -> None:
+        if self._open_line:
+            self.console.print()
+        self._open_line = False
+
+
+class Written:
+    """The reply's text written out so far, while it streams: its delivery then only needs what is missing."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+
+    def add(self, text: str) -> None:
+        self._text.append(text)
+
+    def clear(self) -> None:
+        self._text.clear()
+
+    def rest(self, reply: str) -> str | None:
+        """What of `reply` is not written yet (its notices), or None when it is not the text being written."""
+        written = "".join(self._text)
+        self._text.clear()
+        return reply[len(written) :] if written and reply.startswith(written) else None
 
 
 class LineReader:

@@ -1,4 +1,5 @@
-"""`hermitcrab ask "message"`: one turn in the main session; only the final reply goes to stdout."""
+"""`hermitcrab ask "message"`: one turn in the main session; only the final reply goes to stdout (with `--stream`,
+written out as the model writes it; tool lines go to stderr)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from typing import Annotated
 import anyio
 import typer
 
+from hermitcrab.channels.terminal import Written
+
 from ..config import Settings, load_settings
-from ..events import OWNER, Event, Target
+from ..events import OWNER, Event, Listener, Target, TextDelta, ToolStarted, TurnEvent
 from ..gateway.gateway import Gateway
 from .options import McpConfigOption, VerboseOption
 from .runtime import open_agent, setup_logging
@@ -19,10 +22,31 @@ CLI = Target(channel="cli", conversation="cli", user="cli")
 
 
 class CliChannel:
-    """Messages and questions go to stderr so stdout carries only the final reply; answers come from stdin."""
+    """Messages and questions go to stderr so stdout carries only the final reply; answers come from stdin.
+
+    Streaming, the reply's words go to stdout as they come; `finish` then writes what the streamed text lacks."""
 
     name = "cli"
     display = "a command line: the reply is printed on stdout, where a person or a script reads it; plain text"
+
+    def __init__(self, *, stream: bool = False) -> None:
+        self.stream = stream
+        self.written = Written()
+
+    def listener(self, target: Target) -> Listener | None:
+        return self._show if self.stream else None
+
+    async def _show(self, event: TurnEvent) -> None:
+        if isinstance(event, TextDelta):
+            self.written.add(event.text)
+            print(event.text, end="", flush=True)
+        elif isinstance(event, ToolStarted):
+            print(f"  ↳ {event.name} {event.arguments}", file=sys.stderr, flush=True)
+
+    def finish(self, reply: str | None) -> str | None:
+        """What is left to print of `reply` (all of it when nothing streamed); None when nothing is."""
+        rest = self.written.rest(reply or "")
+        return reply if rest is None else rest
 
     async def send(self, target: Target, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -42,18 +66,21 @@ def ask(
     mcp_config: McpConfigOption = None,
     session: Annotated[str, typer.Option(help="Session key to run the turn in.")] = "main",
     verbose: VerboseOption = False,
+    stream: Annotated[bool, typer.Option(help="Write the reply to stdout as the model writes it.")] = False,
 ) -> None:
     """Run one turn and print the agent's final reply (nothing when it replies NO_REPLY)."""
     settings = load_settings(mcp_config=mcp_config)
     setup_logging(verbose, settings)
-    reply = anyio.run(_ask, settings, Event("message", message, CLI, session_key=session, principal=OWNER))
-    if reply:
-        typer.echo(reply)
+    channel = CliChannel(stream=stream)
+    reply = anyio.run(_ask, settings, channel, Event("message", message, CLI, session_key=session, principal=OWNER))
+    rest = channel.finish(reply)
+    if rest is not None:
+        typer.echo(rest)
 
 
-async def _ask(settings: Settings, event: Event) -> str | None:
+async def _ask(settings: Settings, channel: CliChannel, event: Event) -> str | None:
     async with open_agent(settings) as agent:
-        gateway = Gateway(agent, {"cli": CliChannel()}, ask_timeout_s=settings.agent.ask_timeout_s)
+        gateway = Gateway(agent, {"cli": channel}, ask_timeout_s=settings.agent.ask_timeout_s)
         return await gateway.process(event, deliver=False)
 
 

@@ -52,9 +52,7 @@ async def _chat(settings: Settings) -> None:
     starting.start()
     async with open_agent(settings) as agent:
         starting.stop()
-        gateway = Gateway(
-            agent, {"terminal": terminal}, ask_timeout_s=settings.agent.ask_timeout_s, on_tool=terminal.tool_activity
-        )
+        gateway = Gateway(agent, {"terminal": terminal}, ask_timeout_s=settings.agent.ask_timeout_s)
         turns = _Turns(gateway, terminal, LineReader(console))
         _banner(agent)
         async with anyio.create_task_group() as group:
@@ -83,7 +81,7 @@ async def _converse(turns: _Turns, ctrl_c: _CtrlC) -> None:
         with ctrl_c.stops() as turn:
             await turns.run(Event("message", line.strip(), TERMINAL, principal=OWNER))
         if turn.cancelled_caught:
-            console.print(f"[dim]{CANCELLED}[/dim]")
+            turns.terminal.note(CANCELLED)
 
 
 class _CtrlC:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..events import Target
+from ..events import Question, Target
+from ..turn.stream import TurnStream
 from .outbox import Outbox
 from .questions import Questions
 
@@ -13,12 +14,14 @@ from .questions import Questions
 class BoundConversation:
     """A turn's view of where it came from: questions go to its person, messages to its conversation by default."""
 
-    def __init__(self, outbox: Outbox, questions: Questions, target: Target) -> None:
+    def __init__(self, outbox: Outbox, questions: Questions, target: Target, stream: TurnStream | None = None) -> None:
         self.outbox = outbox
         self.questions = questions
         self.target = target
+        self.stream = stream or TurnStream()
 
     async def ask(self, question: str, choices: Sequence[str] | None = None) -> str | None:
+        self.stream.emit(Question(question))
         return await self.questions.ask(self.target, question, choices)
 
     def target_problem(self, channel: str, to: str) -> str | None:

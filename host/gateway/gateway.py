@@ -14,7 +14,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ..events import Channel, Describes, Event, Idles, Target
+from ..events import Channel, Delivered, Describes, Event, Idles, Listener, Streams, Target, TurnDone
 from ..inbox.log import Inbox
 from ..inbox.retries import Retries
 from ..session.routing import DmScope, routed
@@ -22,7 +22,7 @@ from ..text import shorten
 from ..turn.agent import Agent
 from ..turn.budget import Spent
 from ..turn.failures import failure_text
-from ..turn.loop import Activity
+from ..turn.stream import TurnStream
 from .commands import find_command
 from .conversation import BoundConversation
 from .heartbeat import is_heartbeat_ok
@@ -43,7 +43,7 @@ class Gateway:
         channels: Mapping[str, Channel],
         *,
         ask_timeout_s: float,
-        on_tool: Activity | None = None,
+        listeners: Sequence[Listener] = (),
         last_target: LastTarget | None = None,
         dm_scope: DmScope = "main",
         inbox: Inbox | None = None,
@@ -55,7 +55,8 @@ class Gateway:
         self.once = Once(agent.session, inbox, retries)
         self.dm_scope: DmScope = dm_scope
         self.last_target = last_target
-        self.on_tool = on_tool
+        self.listeners = listeners
+        """Subscribers to every turn's events, besides the listener of the channel a turn answers (`Streams`)."""
         self.failures = 0
         self._queues: dict[str, MemoryObjectSendStream[Event]] = {}
         self._group: TaskGroup | None = None
@@ -125,26 +126,36 @@ class Gateway:
         if self._remembered(event) and self.last_target is not None:
             self.last_target.remember(event.target)
         command = find_command(event.text) if event.kind == "message" else None
-        reply = await command(self.agent, event) if command is not None else await self._turn(event)
-        if reply and deliver and event.deliver and not (event.kind == "heartbeat" and is_heartbeat_ok(reply)):
-            await self.deliver(event.target, reply)
+        async with self._stream(event.target) as stream:
+            reply = await command(self.agent, event) if command is not None else await self._turn(event, stream)
+            await stream.settle()  # a channel's draft holds all the turn said before the reply comes to finish it
+            if reply and deliver and event.deliver and not (event.kind == "heartbeat" and is_heartbeat_ok(reply)):
+                await self.deliver(event.target, reply)
+                stream.emit(Delivered(event.target.channel, event.target.conversation))
         self.once.delivered(event)
         self.once.end(event)
         await _done(event, True)
         return reply
 
-    async def _turn(self, event: Event) -> str | None:
+    def _stream(self, target: Target) -> TurnStream:
+        """The events of one turn answering `target`: to every subscriber, and to its channel if it streams there."""
+        channel = self.channels.get(target.channel)
+        own = channel.listener(target) if isinstance(channel, Streams) else None
+        return TurnStream([*self.listeners, *([own] if own is not None else [])])
+
+    async def _turn(self, event: Event, stream: TurnStream) -> str | None:
         """The agent's turn for `event`, with the channel showing it is working meanwhile."""
         channel = self.channels.get(event.target.channel)
         if channel is not None:
             await channel.typing(event.target)
         try:
-            conversation = BoundConversation(self.outbox, self.questions, event.target)
+            conversation = BoundConversation(self.outbox, self.questions, event.target, stream)
             display = channel.display if isinstance(channel, Describes) else None
-            result = await self.agent.respond(event, conversation, self.on_tool, display)
+            result = await self.agent.respond(event, conversation, stream, display)
         finally:
             if isinstance(channel, Idles):
                 await channel.idle(event.target)
+        stream.emit(TurnDone(result.reply, result.usage))
         if result.spent is not None:
             await self._tell_owner_once(result.spent)
         return result.reply

@@ -24,8 +24,9 @@ from .budget import Budget
 from .compaction import Compacted
 from .context import ContextKeeper
 from .flush import FlushTarget
-from .loop import Activity, TurnResult, run_turn
+from .loop import TurnResult, run_turn
 from .persona import PersonaFile, load_persona, render_persona
+from .stream import TurnStream
 from .toolbox import Conversation, HostToolbox
 
 SYSTEM_TEMPLATE = files("hermitcrab.host.turn").joinpath("system_prompt.md").read_text(encoding="utf-8")
@@ -87,11 +88,12 @@ class Agent:
         return self.store.open(key)
 
     async def respond(
-        self, event: Event, conversation: Conversation, on_tool: Activity | None = None, display: str | None = None
+        self, event: Event, conversation: Conversation, stream: TurnStream | None = None, display: str | None = None
     ) -> TurnResult:
         """Run one turn; `/<skill>` and `/<server>:<prompt>` messages run the workflow they name (`invocation.py`).
 
-        `display` is what the event's channel can show, told to the model so replies fit it."""
+        `display` is what the event's channel can show, told to the model so replies fit it; `stream` hears what
+        the turn does as it happens."""
         catalog = self.skills()
         invoked = await invoke(event.text, catalog, self.pool, event.session_key) if event.kind == "message" else None
         if invoked is not None and invoked.reply is not None:
@@ -111,7 +113,7 @@ class Agent:
             system=self.system_prompt(event, toolbox, subagents, display),
             user_text=fence(text, event.principal.label) if event.principal.data else text,
             settings=settings if private_turn(event) else replace(settings, memory_flush=False),
-            on_tool=on_tool,
+            stream=stream,
             flush_target=self.flush_target(),
             inbound=event.inbound_id,
         )

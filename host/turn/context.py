@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 
 from ..config import AgentSettings
 from ..errors import ContextOverflowError
+from ..events import Compaction
 from ..providers.base import Message, Provider
 from ..session.transcript import MESSAGE_OVERHEAD_CHARS, SUMMARY_HEADER, Session
 from .compaction import CHARS_PER_TOKEN, Budget, Compacted, compact
 from .flush import FlushTarget, flush
+from .stream import TurnStream
 from .tool_calls import Toolbox
 
 logger = logging.getLogger(__name__)
@@ -38,6 +40,8 @@ class ContextKeeper:
     system: str
     settings: AgentSettings
     target: FlushTarget = field(default_factory=FlushTarget)
+    stream: TurnStream = field(default_factory=TurnStream)
+    """Told of each compaction (its sizes before and after)."""
     notices: list[str] = field(default_factory=list[str])
     _flush_tried: bool = False
 
@@ -87,7 +91,10 @@ class ContextKeeper:
         )
 
     async def _compact(self, *, required: bool) -> Compacted:
+        before = sum(map(message_chars, self.session.messages()))
         done = await compact(self.session, self.provider, self.budget, required=required)
+        if done.replaced:
+            self.stream.emit(Compaction(before, sum(map(message_chars, self.session.messages()))))
         if done.failure:
             self.notices.append(FAILED_SUMMARY_NOTICE.format(failure=done.failure[:200]))
         return done

@@ -1,7 +1,9 @@
 """The model-and-tools loop both a turn and the memory flush run: ask the model, run the tools it asks for, repeat.
 
 Everything said is recorded in the session's transcript as it happens (with `marks` on each entry, e.g. the
-flush's `flush: true`), so a crash mid-loop leaves a transcript a restart can read (`recovery.py`).
+flush's `flush: true`), so a crash mid-loop leaves a transcript a restart can read (`recovery.py`), and told to the
+turn's stream: the answer's text as the model writes it (when someone listens), each message once done, each tool
+call as it starts and finishes.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ContextOverflowError
+from ..errors import ContextOverflowError, StreamCutError
+from ..events import MessageDone, TextDelta
 from ..providers.base import Completion, Message, Provider, ToolSpec, Usage
 from ..session.transcript import Transcript
 from ..text import cut_middle
-from .tool_calls import Activity, Toolbox, run_tools
+from .stream import TurnStream
+from .tool_calls import Toolbox, run_tools
 
 Refit = Callable[[list[Message]], Awaitable[list[Message]]]
 """Makes the conversation fit the model's window again (compaction); returns the messages to send instead."""
@@ -30,7 +34,7 @@ class Exchange:
     system: str
     max_calls: int
     max_result_chars: int
-    on_tool: Activity | None = None
+    stream: TurnStream = field(default_factory=TurnStream)
     prepare: Refit | None = None
     """Called before each model call (a turn compacts here when the context grows near the limit)."""
     recover: Refit | None = None
@@ -55,13 +59,14 @@ class Exchange:
             answer = completion.message
             self.transcript.append_answer(completion, **self.marks)
             messages.append(answer)
+            self.stream.emit(MessageDone(answer.content, len(answer.tool_calls)))
             if not answer.tool_calls:
                 return answer.content
             for call in answer.tool_calls:
                 self.transcript.append(
                     "tool_call", call_id=call.id, name=call.name, arguments=call.arguments, **self.marks
                 )
-            outcomes = await run_tools(self.toolbox, answer.tool_calls, self.on_tool)
+            outcomes = await run_tools(self.toolbox, answer.tool_calls, self.stream)
             for call, outcome in zip(answer.tool_calls, outcomes, strict=True):
                 text = cut_middle(outcome.text, self.max_result_chars, "the tool result was too long")
                 self.transcript.append(
@@ -71,10 +76,24 @@ class Exchange:
         return None
 
     async def _complete(self, messages: list[Message], specs: list[ToolSpec]) -> Completion:
+        """The model's next message; a stream broken off mid-answer ends the turn with what it said and a notice
+        (its tool calls, if any, never complete), never with the answer asked for again."""
         try:
-            return await self.provider.complete(self.system, messages, specs)
+            return await self._call(messages, specs)
+        except StreamCutError as cut:
+            notice = f"\n\n({cut}; this answer is incomplete)"
+            self.stream.emit(TextDelta(notice))
+            return Completion(Message("assistant", cut.said + notice), provider=self.provider.label)
+
+    async def _call(self, messages: list[Message], specs: list[ToolSpec]) -> Completion:
+        on_delta = self._tell if self.stream.listening else None
+        try:
+            return await self.provider.complete(self.system, messages, specs, on_delta)
         except ContextOverflowError:
             if self.recover is None:
                 raise
             messages[:] = await self.recover(messages)
-            return await self.provider.complete(self.system, messages, specs)
+            return await self.provider.complete(self.system, messages, specs, on_delta)
+
+    def _tell(self, text: str) -> None:
+        self.stream.emit(TextDelta(text))

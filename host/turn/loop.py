@@ -15,7 +15,8 @@ from .context import ContextKeeper
 from .exchange import Exchange
 from .failures import failure_text
 from .flush import FlushTarget
-from .tool_calls import Activity, Toolbox
+from .stream import TurnStream
+from .tool_calls import Toolbox
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ async def run_turn(
     system: str,
     user_text: str,
     settings: AgentSettings,
-    on_tool: Activity | None = None,
+    stream: TurnStream | None = None,
     flush_target: FlushTarget | None = None,
     inbound: str | None = None,
 ) -> TurnResult:
@@ -61,12 +62,14 @@ async def run_turn(
     `inbound` (the channel's message id) is kept on the user entry, so a restart can tell how far the turn got; a
     turn for a message whose entry is already the last one (a crash cut its turn short) goes on from it.
     A context overflow compacts and retries once; a second one is answered with what happened, never looped.
+    What happens is told to `stream` as it happens (`exchange.py`), compactions included.
     """
+    stream = stream or TurnStream()
     transcript = session.transcript
     live = transcript.view().live
     if inbound is None or not live or live[-1].get("inbound") != inbound:  # else: the cut-off turn goes on
         transcript.append("user", text=user_text, **({"inbound": inbound} if inbound else {}))
-    keeper = ContextKeeper(session, provider, toolbox, system, settings, flush_target or FlushTarget())
+    keeper = ContextKeeper(session, provider, toolbox, system, settings, flush_target or FlushTarget(), stream)
     exchange = Exchange(
         provider,
         toolbox,
@@ -74,7 +77,7 @@ async def run_turn(
         system,
         max_calls=settings.max_iterations,
         max_result_chars=settings.max_tool_result_chars,
-        on_tool=on_tool,
+        stream=stream,
         prepare=keeper.prepare,
         recover=keeper.recover,
     )

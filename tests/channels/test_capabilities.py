@@ -22,8 +22,8 @@ CAPABILITIES = (Asks, Idles, ChecksConversations, WaitsReady, Streams)
     [
         (DiscordChannel, {Asks, Idles, ChecksConversations, WaitsReady, Streams}),
         (WebhookChannel, {ChecksConversations, Streams}),
-        (TerminalChannel, set()),
-        (CliChannel, {Asks}),
+        (TerminalChannel, {Streams}),
+        (CliChannel, {Asks, Streams}),
     ],
     ids=lambda value: getattr(value, "__name__", ""),
 )

@@ -1,4 +1,5 @@
-"""The terminal channel keeps line breaks, shows replies as Markdown and control characters escaped."""
+"""The terminal channel keeps line breaks, shows replies as Markdown (or as they stream) and control characters
+escaped."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from rich.console import Console
 
 from hermitcrab.channels.terminal import TERMINAL, TerminalChannel, hard_breaks
 from hermitcrab.host.config import ServerConfig
+from hermitcrab.host.events import MessageDone, TextDelta, ToolFinished, ToolStarted, TurnDone
 from hermitcrab.host.mcp.elicitation import current_asker
 from hermitcrab.host.mcp.pool import McpPool
+from hermitcrab.host.providers.base import Usage
 from hermitcrab.util.text import escape_controls
 
 TEST_SERVER = str(Path(__file__).parents[1] / "support" / "mcp_test_server.py")
@@ -60,10 +63,40 @@ def test_control_characters_are_escaped_but_tabs_and_newlines_stay():
     assert escape_controls("a\tb\nc\x00\x1b[31m\x7f\x9b\u2066") == "a\tb\nc\\x00\\x1b[31m\\x7f\\x9b\\u2066"
 
 
-def test_a_tool_line_shows_the_models_arguments_as_text_never_as_markup_or_escapes():
+async def test_a_tool_line_shows_the_models_arguments_as_text_never_as_markup_or_escapes():
     console = Console(file=io.StringIO(), force_terminal=True, color_system=None, width=200)
 
-    TerminalChannel(console).tool_activity("exec\x1b[2K", {"command": "[bold red]ls[/bold red]\x1b[2K"})
+    await TerminalChannel(console).show(
+        ToolStarted("c1", "exec\x1b[2K", '{"command": "[bold red]ls[/bold red]\x1b[2K"}')
+    )
 
     shown = console.file.getvalue()  # type: ignore[attr-defined]  # the StringIO above
     assert "[bold red]ls[/bold red]" in shown and "exec\\x1b[2K" in shown and "\x1b" not in shown
+
+
+async def test_a_streamed_reply_is_written_as_it_comes_and_its_delivery_adds_only_what_is_missing():
+    console = Console(file=io.StringIO(), force_terminal=True, color_system=None, width=200)
+    terminal = TerminalChannel(console)
+    shown = console.file  # the StringIO above
+
+    for event in (TextDelta("Let me"), TextDelta(" look."), MessageDone("Let me look.", 1)):
+        await terminal.show(event)
+    await terminal.show(ToolStarted("c1", "read", '{"path": "a.txt"}'))
+    await terminal.show(ToolFinished("c1", "read", True, 1.5))
+    await terminal.show(TextDelta("It says **hi**"))
+    assert shown.getvalue().endswith("It says **hi**")  # type: ignore[attr-defined]  # written before the end
+    await terminal.show(TextDelta(" twice."))
+    await terminal.show(TurnDone("It says **hi** twice.\n\n(a notice)", Usage()))
+    await terminal.send(TERMINAL, "It says **hi** twice.\n\n(a notice)")
+    await terminal.send(TERMINAL, "Later, **bold**.")
+
+    lines = [line.rstrip() for line in shown.getvalue().splitlines()]  # type: ignore[attr-defined]
+    assert lines == [
+        "Let me look.",
+        '  ↳ read {"path": "a.txt"}',
+        "  ✓ read (1.5 s)",
+        "It says **hi** twice.",
+        "",
+        "(a notice)",
+        "Later, bold.",
+    ]

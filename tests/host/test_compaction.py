@@ -87,11 +87,11 @@ class Overflowing(ScriptedProvider):
 
     refused: bool = False
 
-    async def complete(self, system, messages, tools):
+    async def complete(self, system, messages, tools, on_delta=None):
         if tools and not self.refused:
             self.refused = True
             raise ContextOverflowError("HTTP 400: maximum context length exceeded")
-        return await super().complete(system, messages, tools)
+        return await super().complete(system, messages, tools, on_delta)
 
 
 async def test_a_context_overflow_error_compacts_and_retries_once(tmp_path: Path):

@@ -121,10 +121,10 @@ async def test_the_previous_summary_is_an_input_of_the_merge(tmp_path: Path):
 
 async def test_a_failing_summary_call_leaves_the_turn_answered_and_the_history_intact(tmp_path: Path):
     class Failing(ScriptedProvider):
-        async def complete(self, system, messages, tools):
+        async def complete(self, system, messages, tools, on_delta=None):
             if not tools:
                 raise ProviderError("HTTP 500 from the summariser")
-            return await super().complete(system, messages, tools)
+            return await super().complete(system, messages, tools, on_delta)
 
     session = SessionStore(tmp_path).open("main")
     for index in range(10):
@@ -148,11 +148,11 @@ async def test_a_failing_summary_call_leaves_the_turn_answered_and_the_history_i
 
 async def test_a_second_overflow_is_answered_instead_of_looping(tmp_path: Path):
     class AlwaysTooLong(ScriptedProvider):
-        async def complete(self, system, messages, tools):
+        async def complete(self, system, messages, tools, on_delta=None):
             if tools:
                 self.seen.append({"system": system, "messages": list(messages), "tools": [t.name for t in tools]})
                 raise ContextOverflowError("HTTP 400: prompt is too long: 9000000 tokens")
-            return await super().complete(system, messages, tools)
+            return await super().complete(system, messages, tools, on_delta)
 
     session = SessionStore(tmp_path).open("main")
     for index in range(6):

@@ -106,11 +106,11 @@ async def test_compact_and_overflow_recovery_flush_first(hermitcrab_home: Path, 
     class Overflowing(ScriptedProvider):
         refused = False
 
-        async def complete(self, system, messages, tools):
+        async def complete(self, system, messages, tools, on_delta=None):
             if "ask_user" in [t.name for t in tools] and not self.refused:
                 self.refused = True
                 raise ContextOverflowError("HTTP 400: maximum context length exceeded")
-            return await super().complete(system, messages, tools)
+            return await super().complete(system, messages, tools, on_delta)
 
     second = hermitcrab_home / "second"
     overflowing = Overflowing(summary="- summary").call(("f2", "memory_append", {"text": "- flushed on overflow"}))

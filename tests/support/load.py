@@ -19,7 +19,7 @@ from hermitcrab.host.events import OWNER, Event, Target
 from hermitcrab.host.gateway.gateway import Gateway
 from hermitcrab.host.gateway.triggers import relay_server_events
 from hermitcrab.host.mcp.pool import McpPool, ServerEvent
-from hermitcrab.host.providers import Completion, Message, ToolCall, ToolSpec, Usage
+from hermitcrab.host.providers import Completion, Message, TextSink, ToolCall, ToolSpec, Usage
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
 from tests.support.channels import RecordingChannel
@@ -31,7 +31,13 @@ class EchoProvider:
 
     label = "echo"
 
-    async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        on_delta: TextSink | None = None,
+    ) -> Completion:
         last = messages[-1]
         user = next(m.content for m in reversed(messages) if m.role == "user")
         if last.role == "user" and any(tool.name == "memory_append" for tool in tools) and "[load]" in user:

@@ -7,14 +7,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermitcrab.host.providers import Completion, Message, ToolCall, ToolSpec, Usage
+from hermitcrab.host.providers import Completion, Message, TextSink, ToolCall, ToolSpec, Usage
+
+from .fake_llm_stream import words
 
 
 @dataclass
 class ScriptedProvider:
     """Replays `replies` in order. Optional: `summary` answers every tool-less call (compaction's summaries)
     without using up the script; `count_input` reports input tokens as the request's characters / 4, like a
-    provider's own count, instead of a flat 100."""
+    provider's own count, instead of a flat 100. Given `on_delta`, a reply's text is told word by word, as a
+    streaming provider would."""
 
     label: str = "scripted"
     replies: list[Message] = field(default_factory=list)
@@ -30,14 +33,23 @@ class ScriptedProvider:
         self.replies.append(Message("assistant", "", tuple(ToolCall(cid, name, args) for cid, name, args in calls)))
         return self
 
-    async def complete(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        on_delta: TextSink | None = None,
+    ) -> Completion:
         self.seen.append({"system": system, "messages": list(messages), "tools": [t.name for t in tools]})
         usage = Usage(_chars(system, messages, tools) // 4 if self.count_input else 100, 10)
         if self.summary is not None and not tools:
             return Completion(Message("assistant", self.summary), usage, model="scripted-model", provider=self.label)
         if not self.replies:
             raise AssertionError("the scripted provider ran out of replies")
-        return Completion(self.replies.pop(0), usage, model="scripted-model", provider=self.label)
+        reply = self.replies.pop(0)
+        for word in words(reply.content) if on_delta is not None else []:
+            on_delta(word)
+        return Completion(reply, usage, model="scripted-model", provider=self.label)
 
 
 def _chars(system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
