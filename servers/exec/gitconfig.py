@@ -59,6 +59,13 @@ class GitConfigs:
         entries = self._read(binary, cwd, tuple(chosen))
         if entries is None:
             return "`git` could not report the config this call reads, so what it runs cannot be checked"
+        named = gitrules.named_repository(args)
+        remotes = {key[7:-4] for _, key, _ in entries if key.startswith("remote.") and key.endswith(".url")}
+        if named is not None and named not in remotes and not gitrules.network_url(named):
+            return (
+                f"`git {sub} {named}` reaches a local repository, whose hooks and config would run without the "
+                "hardening"
+            )
         for scope, key, value in entries:
             if scope == "command" or key.lower() in _PINNED:
                 continue  # ours, or overridden by ours

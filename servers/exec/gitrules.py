@@ -162,15 +162,7 @@ def reason(args: Sequence[Word]) -> str | None:
     if options is None:
         flagged = next((w for w in words if w.startswith("-")), None)
         return None if flagged is None else f"`git {sub} {flagged}`: no option of `git {sub}` is known to be safe"
-    parsed = parse_options(f"git {sub}", rest, options)
-    if parsed.problem is not None:
-        return parsed.problem
-    remote = _remote_operand(sub, parsed.operands)
-    if remote is not None and local_url(remote):
-        return (
-            f"`git {sub} {remote}` reaches a local repository, whose hooks and config would run without the hardening"
-        )
-    return None
+    return parse_options(f"git {sub}", rest, options).problem
 
 
 def _config_problem(rest: Sequence[Word]) -> str | None:
@@ -186,13 +178,25 @@ def _config_problem(rest: Sequence[Word]) -> str | None:
     return None
 
 
-def _remote_operand(sub: str, operands: Sequence[Word]) -> str | None:
-    """The repository a transport subcommand names on the command line (None: it uses a configured remote)."""
-    texts = [w.text or "" for w in operands]
+def named_repository(args: Sequence[Word]) -> str | None:
+    """The repository or remote a transport subcommand names (`git push X`, `--repo=X`, `clone X`, `submodule add
+    X`), or None when it names none (it uses the configured remotes)."""
+    sub, rest = _split(args)
+    options = SPECS.get(sub or "")
+    if sub is None or options is None:
+        return None
+    parsed = parse_options(f"git {sub}", rest, options)
+    texts = [w.text or "" for w in parsed.operands]
+    repo = [w.text or "" for w in parsed.values("--repo")]
     if sub == "submodule" and texts[:1] == ["add"]:
         return texts[1] if len(texts) > 1 else None
     index = _TRANSPORTS.get(sub)
-    return texts[index] if index is not None and len(texts) > index else None
+    return (repo or [None])[0] if index is None or len(texts) <= index else texts[index]
+
+
+def network_url(url: str) -> bool:
+    """Whether a repository argument is a URL with a host (`https://h/x`, `ssh://h/x`, `h:x`), not a path."""
+    return not url.startswith("file://") and bool(re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[^/]+:", url))
 
 
 # Subcommands that only read the repository; every other one may write into its git directory.
@@ -298,7 +302,7 @@ def local_url(url: str | None) -> bool:
     """Whether a repository argument names a local path (not a remote's name, not a URL with a host)."""
     if url is None or url.startswith("file://"):
         return url is not None
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", url) or re.match(r"^[^/]+:", url):
+    if network_url(url):
         return False
     return "/" in url or url in (".", "..") or url.startswith("~")
 
