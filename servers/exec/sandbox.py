@@ -1,5 +1,6 @@
-"""The bubblewrap sandbox, the security boundary: only the roots writable, private /tmp and /run (no host unix
-sockets), secrets hidden, no network unless asked for, an unprivileged uid in a user namespace of its own.
+"""The bubblewrap sandbox, the security boundary: only the roots writable, and not what protected.py names there;
+private /tmp, /run (no host unix sockets) and HOME (empty but for toolchains), secrets hidden, no network unless
+asked for, an unprivileged uid in user and PID namespaces of its own.
 
 `auto` uses bwrap when it is installed and works here (a probe runs once); `bwrap` insists on it; `none` runs
 commands directly, and then the fail-closed policy is the only line of defence. Either way the resource limits
