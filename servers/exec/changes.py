@@ -19,7 +19,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,10 +72,9 @@ class Record:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Record:
-        changes: dict[str, Change] = {
-            path: (_entry(before), _entry(after)) for path, (before, after) in data["changes"].items()
-        }
-        return cls(**{**data, "changes": changes})
+        record = cls(**data)
+        record.changes = {path: (_entry(before), _entry(after)) for path, (before, after) in data["changes"].items()}
+        return record
 
     @property
     def unrestorable(self) -> list[str]:
@@ -208,7 +207,7 @@ class ChangeLog:
         return finishing.wait() if finishing else None
 
     @contextlib.contextmanager
-    def recording(self, tool: str, what: str, scope: Sequence[Path]) -> Iterator[list[Record]]:
+    def recording(self, tool: str, what: str, scope: Sequence[Path]) -> Generator[list[Record]]:
         """Record a file tool's call around its body; the list holds its record afterwards, if it changed anything."""
         call = self.begin(tool, what, scope)
         records: list[Record] = []
@@ -408,7 +407,7 @@ def _parents(path: str) -> Iterator[str]:
 
 
 def _refusal(call_id: str, newer: list[str], skipped: list[str]) -> str:
-    reasons = []
+    reasons: list[str] = []
     if newer:
         reasons.append(f"these changed again after it: {', '.join(newer[:10])}" + (" ..." if len(newer) > 10 else ""))
     if skipped:
@@ -422,8 +421,8 @@ def _refusal(call_id: str, newer: list[str], skipped: list[str]) -> str:
 def _group(top: str, items: list[tuple[str, Change]]) -> str:
     if len(items) == 1:
         shown, (before, after) = items[0]
-        kind = (after or before).kind if (after or before) else "file"
-        return shown + ("/" if kind == "dir" else "") + _verb(before, after, " ({})", "")
+        entry = after or before
+        return shown + ("/" if entry and entry.kind == "dir" else "") + _verb(before, after, " ({})", "")
     counts: dict[str, dict[str, int]] = {}  # verb -> noun -> how many
     for _, (before, after) in items:
         entry = after or before

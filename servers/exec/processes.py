@@ -29,8 +29,8 @@ class ExecResult(BaseModel):
     duration_s: float
     session_id: str | None = Field(None, description="Set when the command runs in the background.")
     sandboxed: bool = False
-    changed: str | None = Field(None, description="The files the command changed in the workspace, when it has ended.")
-    change_id: str | None = Field(None, description="exec_undo with this call_id puts those files back as they were.")
+    changed: str | None = Field(default=None, description="The files the command changed in the root, once it ended.")
+    change_id: str | None = Field(default=None, description="exec_undo with this call_id puts those files back.")
     note: str | None = None
 
 
