@@ -10,8 +10,11 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from anyio import WouldBlock
+from rich.cells import cell_len
 from rich.console import Console
+from rich.control import Control
 from rich.markdown import Markdown
+from rich.segment import ControlType
 from rich.text import Text
 
 from hermitcrab.host.events import (
@@ -27,15 +30,19 @@ from hermitcrab.host.events import (
 from hermitcrab.util.text import escape_controls
 
 TERMINAL = Target(channel="terminal", conversation="console", user="you")
+ERASE_BELOW = "\x1b[J"
 
 
 class TerminalChannel:
-    """Writes a reply out as the model streams it and prints the rest as Markdown; `hermitcrab chat` reads the
-    user's lines and submits them as events.
+    """Writes a reply out as the model streams it, then shows it as Markdown; `hermitcrab chat` reads the user's
+    lines and submits them as events.
 
-    A streamed reply stays as it was written (Markdown source, which reads well in a terminal): rendering it again
-    once whole would print it twice. Everything printed has its control characters escaped: a reply or a question
-    (an approval naming a command) must not move the cursor, clear the screen or restyle what is around it.
+    On a terminal the streamed words are erased and the whole reply rendered in their place once it is delivered,
+    while they still fit on the screen (what scrolled away cannot be erased: a longer reply stays as written, Markdown
+    source, which reads well too). A dumb terminal keeps what was written; output that is no terminal (a pipe) gets
+    tool lines and the rendered reply only, as before streaming. Everything printed has its control characters
+    escaped: a reply or a question (an approval naming a command) must not move the cursor, clear the screen or
+    restyle what is printed around it.
     """
 
     name = "terminal"
@@ -49,8 +56,9 @@ class TerminalChannel:
 
     async def send(self, target: Target, text: str) -> None:
         """The reply (its streamed part already on screen), a question or a message."""
+        shown = self.written.text
         rest = self.written.rest(text)
-        if rest is not None:
+        if rest is not None and not self._erase(shown):
             self._write(rest)
             self._end_line()
             return
@@ -65,7 +73,7 @@ class TerminalChannel:
 
     async def show(self, event: TurnEvent) -> None:
         """The turn as it happens: the answer's words as they come, a dim line as each tool call starts and ends."""
-        if isinstance(event, TextDelta):
+        if isinstance(event, TextDelta) and self.console.is_terminal:
             self._write(event.text)
             self.written.add(event.text)
         elif isinstance(event, MessageDone) and event.tool_calls:
@@ -97,6 +105,21 @@ class TerminalChannel:
             self.console.print()
         self._open_line = False
 
+    def _erase(self, shown: str) -> bool:
+        """Take the streamed `shown` off the screen, if it still all fits there; whether it did."""
+        console = self.console
+        if not shown or not console.is_terminal or console.is_dumb_terminal:
+            return False
+        width = max(console.width, 1)
+        rows = sum(max(1, -(-cell_len(escape_controls(line)) // width)) for line in shown.split("\n"))
+        if rows >= console.size.height:
+            return False
+        up = rows - 1  # the cursor sits on the last row (after a closing newline, on the empty one it began)
+        console.control(Control((ControlType.CURSOR_UP, up)) if up else Control(), Control.move_to_column(0))
+        console.file.write(ERASE_BELOW)
+        self._open_line = False
+        return True
+
 
 class Written:
     """The reply's text written out so far, while it streams: its delivery then only needs what is missing."""
@@ -107,12 +130,16 @@ class Written:
     def add(self, text: str) -> None:
         self._text.append(text)
 
+    @property
+    def text(self) -> str:
+        return "".join(self._text)
+
     def clear(self) -> None:
         self._text.clear()
 
     def rest(self, reply: str) -> str | None:
         """What of `reply` is not written yet (its notices), or None when it is not the text being written."""
-        written = "".join(self._text)
+        written = self.text
         self._text.clear()
         return reply[len(written) :] if written and reply.startswith(written) else None
 

@@ -74,29 +74,66 @@ async def test_a_tool_line_shows_the_models_arguments_as_text_never_as_markup_or
     assert "[bold red]ls[/bold red]" in shown and "exec\\x1b[2K" in shown and "\x1b" not in shown
 
 
-async def test_a_streamed_reply_is_written_as_it_comes_and_its_delivery_adds_only_what_is_missing():
-    console = Console(file=io.StringIO(), force_terminal=True, color_system=None, width=200)
-    terminal = TerminalChannel(console)
-    shown = console.file  # the StringIO above
-
+async def stream_a_turn(terminal: TerminalChannel, reply: str) -> None:
+    """A turn that says a few words, calls a tool, then streams `reply` (without its last line, a notice)."""
     for event in (TextDelta("Let me"), TextDelta(" look."), MessageDone("Let me look.", 1)):
         await terminal.show(event)
     await terminal.show(ToolStarted("c1", "read", '{"path": "a.txt"}'))
     await terminal.show(ToolFinished("c1", "read", True, 1.5))
-    await terminal.show(TextDelta("It says **hi**"))
-    assert shown.getvalue().endswith("It says **hi**")  # type: ignore[attr-defined]  # written before the end
-    await terminal.show(TextDelta(" twice."))
-    await terminal.show(TurnDone("It says **hi** twice.\n\n(a notice)", Usage()))
-    await terminal.send(TERMINAL, "It says **hi** twice.\n\n(a notice)")
-    await terminal.send(TERMINAL, "Later, **bold**.")
+    answer = reply.rsplit("\n\n", 1)[0]
+    for word in answer.split(" "):
+        await terminal.show(TextDelta(word if answer.startswith(word) else f" {word}"))
+    await terminal.show(TurnDone(reply, Usage()))
 
-    lines = [line.rstrip() for line in shown.getvalue().splitlines()]  # type: ignore[attr-defined]
-    assert lines == [
-        "Let me look.",
-        '  ↳ read {"path": "a.txt"}',
-        "  ✓ read (1.5 s)",
-        "It says **hi** twice.",
+
+def recording(*, terminal: bool, height: int = 25, term: str = "xterm") -> Console:
+    return Console(
+        file=io.StringIO(), force_terminal=terminal, color_system=None, width=60, height=height, _environ={"TERM": term}
+    )
+
+
+async def test_on_a_terminal_the_reply_streams_then_is_erased_and_rendered_as_markdown_once():
+    console = recording(terminal=True)
+    terminal = TerminalChannel(console)
+    reply = "It says **hi**\ntwice.\n\n(a notice)"
+
+    await stream_a_turn(terminal, reply)
+    streamed = console.file.getvalue()  # type: ignore[attr-defined]  # the StringIO above
+    assert streamed.endswith("It says **hi**\ntwice.")  # on screen before the reply is delivered
+    await terminal.send(TERMINAL, reply)
+
+    rendered = console.file.getvalue()[len(streamed) :]  # type: ignore[attr-defined]
+    erase = "\x1b[1A\x1b[1G\x1b[J"  # up to the reply's first row, to its first column, erased to the end
+    assert rendered.startswith(erase)
+    assert [line.rstrip() for line in rendered.removeprefix(erase).splitlines()] == [
+        "It says hi",
+        "twice.",
         "",
         "(a notice)",
-        "Later, bold.",
     ]
+    assert streamed.splitlines()[:3] == ["Let me look.", '  ↳ read {"path": "a.txt"}', "  ✓ read (1.5 s)"]
+
+
+async def test_a_reply_taller_than_the_screen_or_on_a_dumb_terminal_stays_as_written_and_gets_its_notice():
+    for console in (recording(terminal=True, height=3), recording(terminal=True, term="dumb")):
+        terminal = TerminalChannel(console)
+        reply = "One **x**\ntwo\nthree\n\n(a notice)"
+        await stream_a_turn(terminal, reply)
+        await terminal.send(TERMINAL, reply)
+        await terminal.send(TERMINAL, "Later, **bold**.")
+
+        lines = [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore[attr-defined]
+        assert lines[3:] == ["One **x**", "two", "three", "", "(a notice)", "Later, bold."]
+        assert "\x1b[" not in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+async def test_output_that_is_no_terminal_gets_tool_lines_and_the_rendered_reply_only():
+    console = recording(terminal=False)
+    terminal = TerminalChannel(console)
+    reply = "It says **hi**.\n\n(a notice)"
+
+    await stream_a_turn(terminal, reply)
+    await terminal.send(TERMINAL, reply)
+
+    lines = [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore[attr-defined]
+    assert lines == ['  ↳ read {"path": "a.txt"}', "  ✓ read (1.5 s)", "It says hi.", "", "(a notice)"]
