@@ -1,16 +1,23 @@
 """The policy check, off the event loop and on a time budget, so no command line can freeze the server.
 
-The check is pure Python (bashlex and our rules) and holds the GIL while it runs; a thread could neither be
-stopped at the budget nor keep a parse in C from starving the loop. So it runs in one worker process, kept warm
-between calls (forked from a forkserver that has the policy modules imported: a restart takes milliseconds), and
-a check over its budget is refused as too complex, the worker killed and replaced. A checker that crashes takes
-only its worker with it. Other tools never wait for a check: the loop only waits on a pipe.
+The check is pure Python (bashlex and our rules) and holds the GIL while it runs; a thread could not be stopped
+at the budget and would keep running, and competing for the GIL, long after its answer stopped mattering. So it
+runs in one worker process, kept between calls, and a check over its budget is refused as too complex, the
+worker killed and replaced. A checker that crashes takes only its worker with it. Other tools never wait for a
+check: the loop only waits on a pipe, from a thread.
+
+The worker is forked: it has every module it needs already, so a restart takes milliseconds (a forkserver or
+spawn child imports the server's main module again, ~1 s). The child does nothing but read the pipe, check and
+answer; it drops the server's other descriptors (an MCP host's stdio must see EOF when the server ends, not
+when its worker does), and a lock some other thread held at the fork can at worst stall it, which the budget
+then ends.
 """
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -28,8 +35,7 @@ from .tiers import RiskTiers
 logger = logging.getLogger(__name__)
 BUDGET_S = 1.5  # a refusal then still arrives within 2 s; ordinary lines take a few milliseconds
 TOO_COMPLEX = "the command is too complex to check within {budget:g} s; split it into shorter commands"
-_CONTEXT = multiprocessing.get_context("forkserver")
-_CONTEXT.set_forkserver_preload([__name__])
+_CONTEXT = multiprocessing.get_context("fork")
 
 
 @dataclass(frozen=True)
@@ -90,7 +96,7 @@ class CheckWorker:
             if self._connection is None or self._process is None or not self._process.is_alive():
                 self._discard()
                 ours, theirs = _CONTEXT.Pipe()
-                process = _CONTEXT.Process(target=_serve, args=(theirs, self.judge), daemon=True)
+                process = _CONTEXT.Process(target=_serve, args=(theirs, self.judge), daemon=True, name="exec-check")
                 process.start()
                 theirs.close()
                 self._process, self._connection = process, ours
@@ -109,6 +115,10 @@ class CheckWorker:
 
 def _serve(connection: Connection, judge: Judge) -> None:
     """The worker's loop: a check per request until the server closes the pipe."""
+    keep = connection.fileno()
+    os.closerange(3, keep)
+    os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
+    os.dup2(os.open(os.devnull, os.O_RDWR), 1)  # stdin is /dev/null already (multiprocessing); stderr keeps logs
     while True:
         try:
             command, workdir, env, approved, running = connection.recv()

@@ -1,0 +1,20 @@
+"""A test client's elicitation callback standing in for the user who answers approval questions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_types import ElicitRequestParams, ElicitResult
+
+
+class User:
+    """Records each question and answers `decision` (or declines/cancels when `action` says so)."""
+
+    def __init__(self, decision: str = "allow-once", action: str = "accept") -> None:
+        self.decision, self.action = decision, action
+        self.questions: list[ElicitRequestParams] = []
+
+    async def __call__(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
+        self.questions.append(params)
+        content = {"decision": self.decision} if self.action == "accept" else None
+        return ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
