@@ -1,9 +1,9 @@
 """What the roots hold, entry by entry: the manifest undo compares before and after a call.
 
-A walk costs one stat per entry. A file whose stat (size, mtime, inode, ctime, mode) matches the previous manifest
-keeps its saved copy; any other file is read and saved again (`Blobs`), so every file in a manifest has its
-content saved, or is marked as too big to save. ctime is in the stat because no program can set it back: a
-rewrite that restores size and mtime (`cp -p`, `tar -x`, `touch -r`) still shows. Walks go from each root's
+A walk costs one stat per entry. An entry whose stat (inode, ctime, mtime, size) matches the previous manifest is
+kept as it was; any other file is read and saved again (`Blobs`), so every file in a manifest has its content
+saved, or is marked as too big to save. ctime is in the stat because no program can set it back: a rewrite that
+restores size and mtime (`cp -p`, `tar -x`, `touch -r`) still shows, and so does a chmod. Walks go from each root's
 descriptor with `O_NOFOLLOW`, so a symlink is recorded as a link and never followed, even one swapped in mid-walk.
 """
 
@@ -42,12 +42,13 @@ class Entry:
         return self.kind in ("dir", "link") or (self.kind == "file" and self.digest is not None)
 
     def same_stat(self, info: os.stat_result) -> bool:
-        return (self.size, self.mtime_ns, self.ino, self.ctime_ns, self.mode) == (
-            info.st_size,
-            info.st_mtime_ns,
+        """Whether the path is still what this entry recorded: any write or chmod moves ctime, a new file or kind
+        is a new inode."""
+        return (self.ino, self.ctime_ns, self.mtime_ns, self.size) == (
             info.st_ino,
             info.st_ctime_ns,
-            stat.S_IMODE(info.st_mode),
+            info.st_mtime_ns,
+            info.st_size,
         )
 
     def same_content(self, other: Entry | None) -> bool:
@@ -139,24 +140,24 @@ class Scanner:
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except OSError:
             return None
-        entry = self._entry(fd, name, info, reference.get(path))
+        entry = reference.get(path)
+        if entry is None or not entry.same_stat(info):  # the common case, unchanged, costs the stat alone
+            entry = self._entry(fd, name, info)
         if entry is not None:
             self.building[path] = entry
         return entry
 
-    def _entry(self, fd: int, name: str, info: os.stat_result, known: Entry | None) -> Entry | None:
-        mode = stat.S_IMODE(info.st_mode)
+    def _entry(self, fd: int, name: str, info: os.stat_result) -> Entry | None:
+        mode, stamp = stat.S_IMODE(info.st_mode), (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
         if stat.S_ISDIR(info.st_mode):
-            return Entry("dir", mode)
+            return Entry("dir", mode, *stamp)
         if stat.S_ISLNK(info.st_mode):
             try:
-                return Entry("link", mode, target=os.readlink(name, dir_fd=fd))
+                return Entry("link", mode, *stamp, target=os.readlink(name, dir_fd=fd))
             except OSError:
                 return None
         if not stat.S_ISREG(info.st_mode):
-            return Entry("special", mode, info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
-        if known is not None and known.kind == "file" and known.same_stat(info):
-            return known
+            return Entry("special", mode, *stamp)
         saved = self.blobs.save(fd, name)
         if saved is None:
             return None
