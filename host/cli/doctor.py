@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import stat
@@ -14,12 +15,14 @@ import anyio
 import httpx
 import typer
 from mcp.client.stdio import get_default_environment
+from mcp.shared.exceptions import MCPError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from hermitcrab.install.service import ServiceError, has_tool, manager_for
 from hermitcrab.util.private import is_open_to_others
+from hermitcrab.util.server_options import NO_SANDBOX
 
 from ..config import DiscordSettings, ProviderProfile, Settings, load_settings
 from ..errors import ConfigError
@@ -190,7 +193,36 @@ async def _server_checks(settings: Settings) -> list[Check]:
     with settings.log_file("doctor-servers.log").open("w", encoding="utf-8") as errlog:
         async with McpPool(settings.servers, startup_timeout_s=30, errlog=errlog) as pool:
             servers = [_server_check(handle) for handle in pool.handles.values()]
-            return [*servers, *_skill_checks(settings, pool_tools(pool))]
+            execs = [await _exec_check(handle) for handle in pool.handles.values() if _serves_exec(handle)]
+            return [*servers, *execs, *_skill_checks(settings, pool_tools(pool))]
+
+
+# What each ask mode of the exec server (exec://status's `ask`, the mode in force) asks the owner about.
+_ASKS = {
+    "on-leave": "only what would leave the sandbox (a write outside the workspace)",
+    "on-change": "before every command that changes files or settings",
+    "on-miss": "before every command the allowlist does not cover",
+    "always": "before every command",
+    "off": "nothing: what the allowlist does not cover is refused",
+}
+
+
+def _serves_exec(handle: ServerHandle) -> bool:
+    return handle.ready and any(tool.name == "exec" for tool in handle.tools)
+
+
+async def _exec_check(handle: ServerHandle) -> Check:
+    """What a running exec server says it does (exec://status): in a sandbox or not, and what it asks."""
+    name = handle.config.name
+    try:
+        status = json.loads(await handle.read_resource("exec://status"))
+    except (MCPError, TimeoutError, ValueError) as exc:
+        return Check("exec", name, False, f"exec://status could not be read: {exc}", fatal=False)
+    asks = f"asks ({status.get('ask')}) {_ASKS.get(status.get('ask'), '?')}"
+    if status.get("sandbox") == "none":
+        why = status.get("sandbox_problem") or "--sandbox none"
+        return Check("exec", name, False, f"no sandbox ({why}): {NO_SANDBOX}; it {asks}", fatal=False)
+    return Check("exec", name, True, f"commands run in a sandbox; it {asks}", fatal=False)
 
 
 def _subagent_checks(settings: Settings) -> list[Check]:
@@ -270,14 +302,14 @@ def _sandbox_check() -> Check:
         except (OSError, subprocess.TimeoutExpired) as exc:
             problem = f"bubblewrap cannot start here: {exc}"
     if problem is None:
-        return Check("exec sandbox", "bwrap", True, f"{bwrap}: commands run in a sandbox", fatal=False)
+        detail = f"{bwrap}: commands run in a sandbox; what would leave it (a write outside the workspace) is asked"
+        return Check("exec sandbox", "bwrap", True, detail, fatal=False)
     return Check(
         "exec sandbox",
         "bwrap",
         False,
-        f"no sandbox ({problem}): commands run with the server's own rights and the fail-closed policy is the only "
-        "line of defence; install bubblewrap (apt-get install bubblewrap), or on macOS run the server under "
-        "sandbox-exec",
+        f"no sandbox ({problem}): {NO_SANDBOX}, so every command off it is asked; install bubblewrap "
+        "(apt-get install bubblewrap), or on macOS run the server under sandbox-exec",
         fatal=False,
     )
 

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from hermitcrab.host.cli.app import app
 from hermitcrab.host.config import load_settings
 from hermitcrab.host.turn.persona import BOOTSTRAP_ORDER
+from hermitcrab.util.server_options import NO_SANDBOX
 from tests.support.cli_output import flowing
 from tests.support.fake_llm import running_fake_llm
 
@@ -107,6 +108,19 @@ def test_doctor_checks_provider_and_servers(hermitcrab_home: Path, monkeypatch: 
     assert "fix: install '/nonexistent/server' or correct its `command` path" in flowing(result.output)
 
 
+def test_doctor_reads_what_a_running_exec_server_asks(hermitcrab_home: Path, tmp_path: Path):
+    (tmp_path / "ws").mkdir()
+    args = ["-m", "hermitcrab.servers.exec", "--sandbox", "none", "--root", str(tmp_path / "ws")]
+    desktop = tmp_path / "desktop.json"
+    exec_server = {"command": sys.executable, "args": [*args, "--state", str(tmp_path / "state")]}
+    desktop.write_text(json.dumps({"mcpServers": {"shell": exec_server}}))
+
+    result = runner.invoke(app, ["doctor", "--mcp-config", str(desktop)], env={"COLUMNS": "400"})
+
+    expected = f"no sandbox (--sandbox none): {NO_SANDBOX}; it asks (on-miss) before every command the allowlist"
+    assert expected in flowing(result.output)
+
+
 def test_doctor_without_provider_fails_with_guidance(hermitcrab_home: Path):
     result = runner.invoke(app, ["doctor"], env={"COLUMNS": "200"})
 
@@ -137,11 +151,13 @@ def test_doctor_says_plainly_when_exec_has_no_sandbox(hermitcrab_home: Path, mon
     result = runner.invoke(app, ["doctor"], env={"COLUMNS": "400"})
 
     assert "no sandbox (bubblewrap is not installed)" in flowing(result.output)
-    assert "the fail-closed policy is the only line of defence" in flowing(result.output)
+    assert f"{NO_SANDBOX}, so every command off it is asked" in flowing(result.output)
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is installed by scripts/test")
 def test_doctor_confirms_the_sandbox_where_bubblewrap_works(hermitcrab_home: Path):
     result = runner.invoke(app, ["doctor"], env={"COLUMNS": "400"})
 
-    assert "commands run in a sandbox" in flowing(result.output)
+    assert "commands run in a sandbox; what would leave it (a write outside the workspace) is asked" in flowing(
+        result.output
+    )
