@@ -35,6 +35,21 @@ def effective_ask(ask: Ask, sandboxed: bool) -> Ask:
     return "on-miss" if ask == "on-leave" and not sandboxed else ask
 
 
+_ASKING = {
+    "on-leave": "A command that stays in the workspace runs without asking, even one off the allowlist; writing "
+    "outside it is asked, and persona, memory and git config files are refused.",
+    "on-change": "A command that changes files or settings, or is off the allowlist, needs the user's approval.",
+    "on-miss": "A command off the allowlist needs the user's approval.",
+    "always": "Every command needs the user's approval.",
+    "off": "A command off the allowlist is refused.",
+}
+
+
+def asking_note(ask: Ask) -> str:
+    """What the exec tool's description says is asked, for the mode in force."""
+    return " " + _ASKING[ask]
+
+
 @dataclass(frozen=True)
 class Approved:
     """What `Gate.decide` lets run: where, a note when an approval was remembered, and the folders outside the

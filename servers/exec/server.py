@@ -29,7 +29,7 @@ from .checking import BUDGET_S, CheckWorker, Judge
 from .domains import MAX_DOMAIN_CHARS, MAX_REASON_CHARS, DomainApprovals
 from .environment import child_environment
 from .files import MAX_BYTES, Files
-from .gate import Gate, effective_ask
+from .gate import Gate, asking_note, effective_ask
 from .history import ChangeList, UndoResult, listing, undo_result
 from .leaving import Leaves
 from .network import CallProxy, NetworkProxy, network_proxy
@@ -56,17 +56,16 @@ UNSANDBOXED_NOTE = f"No sandbox on this server: {NO_SANDBOX}."
 EXEC_DESCRIPTION = """Run a shell command in the workspace and return its exit code and output.
 
 Output that is too long keeps its head and tail. A command still running after `yield_ms` keeps running in the
-background: use `process` with the returned session_id. Commands outside the allowlist need the user's approval
-or are refused with the reason; don't try to work around a refusal."""
+background: use `process` with the returned session_id. A refusal says why; don't try to work around it."""
 ALLOW_DOMAIN_DESCRIPTION = """Ask the user to let sandboxed commands reach a domain through the network proxy.
 
 Call it when an exec result says `Network refused: <domain> (not on the domain allowlist ...)` and the task needs
 that domain (a package index, an API, a git host). The user is asked; an allowed domain stays allowed, also after
 a restart. Ask for the narrowest name that works."""
 INSTRUCTIONS = """\
-Run shell commands and edit files inside the user's workspace. Commands run through bash under an allowlist:
-every command in a pipeline or chain must be allowed, otherwise the user is asked to approve it (or it is
-refused). Prefer read_file/write_file/edit_file/list_dir for files. Long-running commands move to the background
+Run shell commands and edit files inside the user's workspace. Commands run through bash, in a sandbox where
+bubblewrap works; what the server may not run on its own is asked about (the exec tool says what) or refused
+with the reason. Prefer read_file/write_file/edit_file/list_dir for files. Long-running commands move to the background
 and are managed with the `process` tool."""
 
 
@@ -149,7 +148,7 @@ def build_server(
 
     server = GuardedServer("hermitcrab-exec", instructions=INSTRUCTIONS, lifespan=lifespan)
 
-    @server.tool(name="exec", description=EXEC_DESCRIPTION + sandbox_note(sandboxed, network, proxy))
+    @server.tool(name="exec", description=EXEC_DESCRIPTION + asking_note(ask) + sandbox_note(sandboxed, network, proxy))
     async def exec_tool(
         command: Annotated[
             str, Field(description="A bash command line, e.g. `ls -la | grep py`.", max_length=MAX_COMMAND_CHARS)

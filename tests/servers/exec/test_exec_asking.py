@@ -164,3 +164,20 @@ def test_what_leaves_the_sandbox(command: str, found: str | None, workspace: Pat
     kinds = {"refused" if verdict.refusal else None} | {"leave" for m in verdict.misses if isinstance(m, LeaveMiss)}
     assert kinds - {None} == ({found} if found else set()), verdict
     assert all(m.widen == outside for m in verdict.misses if isinstance(m, LeaveMiss))
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "ask", "said"),
+    [
+        pytest.param("bwrap", "on-leave", "runs without asking, even one off the allowlist", marks=bwrap),
+        ("none", "on-leave", "A command off the allowlist needs the user's approval."),
+        ("none", "on-change", "changes files or settings"),
+    ],
+)
+async def test_the_exec_tool_tells_the_model_what_is_asked(
+    server_factory: Callable[..., MCPServer], sandbox: str, ask: str, said: str
+) -> None:
+    async with Client(server_factory(sandbox=sandbox, ask=ask)) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    assert said in (tools["exec"].description or "")
