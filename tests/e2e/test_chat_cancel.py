@@ -4,11 +4,6 @@ sends it) against the scripted LLM."""
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,59 +11,9 @@ from typing import Any
 import pytest
 
 from hermitcrab.host.cli.chat import CANCELLED
+from tests.support.chat_terminal import CTRL_C, CTRL_D, Terminal
 from tests.support.cli import wait_for
 from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
-
-from .conftest import CLI, cli_env
-
-CTRL_C, CTRL_D = "\x03", "\x04"
-TAKE_TERMINAL = (  # the new session's leader makes the pty its controlling terminal, then becomes the CLI
-    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); os.execv(sys.argv[1], sys.argv[1:])"
-)
-ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
-
-
-class Terminal:
-    """`hermitcrab chat` on a pty: what it printed so far, and keys typed into it."""
-
-    def __init__(self, home: Path, llm: FakeLLM, *args: str) -> None:
-        self._master, slave = os.openpty()
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", TAKE_TERMINAL, *CLI, "chat", *args],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            start_new_session=True,
-            env=cli_env(home, llm, {"TERM": "dumb"}),
-        )
-        os.close(slave)
-        self._seen = bytearray()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    @property
-    def output(self) -> str:
-        return ESCAPES.sub("", self._seen.decode(errors="replace"))
-
-    def prompts(self) -> int:
-        return self.output.count("you> ")
-
-    def type(self, keys: str) -> None:
-        os.write(self._master, keys.encode())
-
-    def close(self) -> None:
-        self.process.kill()
-        self.process.wait(timeout=10)
-        os.close(self._master)
-
-    def _read(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self._master, 4096)
-            except OSError:  # EIO: the chat process and its children closed the terminal
-                return
-            if not chunk:
-                return
-            self._seen += chunk
 
 
 @pytest.fixture
