@@ -23,6 +23,7 @@ NOT_FOR_OTHERS = (
     "sessions_*",
     # the shell and files: a sandbox still reads the workspace, where MEMORY.md and USER.md live
     "exec",
+    "exec_*",  # exec_undo changes files, exec_changes lists what the owner's commands did
     "process",
     "read_file",
     "write_file",

@@ -27,7 +27,8 @@ def test_globs_match_a_tools_name_or_its_server_and_deny_wins():
 
 
 def test_by_default_only_the_owner_schedules_spawns_runs_commands_or_browses():
-    for tool, server in [("cron_add", "cron"), ("sessions_spawn", "spawn"), ("exec", "exec"), ("write_file", "exec")]:
+    owners = [("cron_add", "cron"), ("sessions_spawn", "spawn"), ("exec", "exec"), ("write_file", "exec")]
+    for tool, server in [*owners, ("exec_undo", "exec"), ("exec_changes", "exec")]:
         assert DEFAULT_POLICIES["owner"].allows(tool, server)
         assert not any(DEFAULT_POLICIES[kind].allows(tool, server) for kind in ("peer", "group", "system"))
     assert DEFAULT_POLICIES["group"].allows("memory_search", "memory")
