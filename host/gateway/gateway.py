@@ -14,7 +14,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ..events import Channel, Delivered, Describes, Event, Idles, Listener, Streams, Target, TurnDone
+from ..events import Channel, Delivered, Describes, Event, Idles, Streams, Target, TurnDone
 from ..inbox.log import Inbox
 from ..inbox.retries import Retries
 from ..session.routing import DmScope, routed
@@ -43,7 +43,6 @@ class Gateway:
         channels: Mapping[str, Channel],
         *,
         ask_timeout_s: float,
-        listeners: Sequence[Listener] = (),
         last_target: LastTarget | None = None,
         dm_scope: DmScope = "main",
         inbox: Inbox | None = None,
@@ -55,8 +54,6 @@ class Gateway:
         self.once = Once(agent.session, inbox, retries)
         self.dm_scope: DmScope = dm_scope
         self.last_target = last_target
-        self.listeners = listeners
-        """Subscribers to every turn's events, besides the listener of the channel a turn answers (`Streams`)."""
         self.failures = 0
         self._queues: dict[str, MemoryObjectSendStream[Event]] = {}
         self._group: TaskGroup | None = None
@@ -138,10 +135,11 @@ class Gateway:
         return reply
 
     def _stream(self, target: Target) -> TurnStream:
-        """The events of one turn answering `target`: to every subscriber, and to its channel if it streams there."""
+        """The events of one turn answering `target`, for its channel if it streams there (`Streams`); the one place
+        a hook or a web UI would subscribe too."""
         channel = self.channels.get(target.channel)
-        own = channel.listener(target) if isinstance(channel, Streams) else None
-        return TurnStream([*self.listeners, *([own] if own is not None else [])])
+        listener = channel.listener(target) if isinstance(channel, Streams) else None
+        return TurnStream([listener] if listener is not None else [])
 
     async def _turn(self, event: Event, stream: TurnStream) -> str | None:
         """The agent's turn for `event`, with the channel showing it is working meanwhile."""

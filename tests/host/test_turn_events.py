@@ -12,6 +12,7 @@ from hermitcrab.host.events import (
     OWNER,
     Delivered,
     Event,
+    Listener,
     MessageDone,
     Question,
     Target,
@@ -37,18 +38,24 @@ def agent(home: Path, provider: Provider) -> Agent:
     return Agent(settings, provider, None, SessionStore(home / "state" / "sessions"))
 
 
-class Recorder:
+class StreamingChannel(RecordingChannel):
+    """A channel that streams (`Streams`): it records every event of the turns answering it."""
+
     def __init__(self) -> None:
+        super().__init__()
         self.events: list[TurnEvent] = []
 
-    async def __call__(self, event: TurnEvent) -> None:
+    def listener(self, target: Target) -> Listener:
+        return self._hear
+
+    async def _hear(self, event: TurnEvent) -> None:
         self.events.append(event)
 
 
 async def test_a_listener_hears_the_turn_in_order_from_the_tool_call_to_the_delivery(tmp_path: Path):
     provider = ScriptedProvider().call(("q1", "ask_user", {"question": "Tea or coffee?"})).say("Tea it is.")
-    channel, heard = RecordingChannel(), Recorder()
-    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=5, listeners=[heard])
+    channel = heard = StreamingChannel()
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=5)
 
     async with anyio.create_task_group() as group:
         await group.start(gateway.serve)
@@ -98,9 +105,9 @@ async def test_a_stream_cut_mid_answer_ends_the_turn_with_what_was_said_and_a_no
         async with httpx.AsyncClient() as client:
             profiles = [ProviderProfile("openai", "fake-model", llm.url, name=name) for name in ("one", "two")]
             provider = FailoverProvider([create(profile, client) for profile in profiles])
-            channel, heard = RecordingChannel(), Recorder()
+            channel = heard = StreamingChannel()
             the_agent = agent(tmp_path, provider)
-            gateway = Gateway(the_agent, {"test": channel}, ask_timeout_s=5, listeners=[heard])
+            gateway = Gateway(the_agent, {"test": channel}, ask_timeout_s=5)
             reply = await gateway.process(Event("message", "tides?", ROOM, principal=OWNER))
 
     assert reply is not None and reply.startswith("The tide comes\n\n(the model's stream broke off (")
