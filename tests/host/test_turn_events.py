@@ -10,6 +10,7 @@ import httpx
 from hermitcrab.host.config import AgentSettings, ProviderProfile, Settings
 from hermitcrab.host.events import (
     OWNER,
+    Compaction,
     Delivered,
     Event,
     Listener,
@@ -26,9 +27,12 @@ from hermitcrab.host.gateway.gateway import Gateway
 from hermitcrab.host.providers import FailoverProvider, Provider, create
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
+from hermitcrab.host.turn.loop import run_turn
+from hermitcrab.host.turn.stream import TurnStream
 from tests.support.channels import RecordingChannel
 from tests.support.fake_llm import Reply, openai_text, running_fake_llm
 from tests.support.scripted_provider import ScriptedProvider
+from tests.support.toolboxes import Toolbox
 
 ROOM = Target("test", "room-1", "alice")
 
@@ -117,3 +121,30 @@ async def test_a_stream_cut_mid_answer_ends_the_turn_with_what_was_said_and_a_no
     assert "".join(e.text for e in heard.events if isinstance(e, TextDelta)) == reply
     answers = [e for e in the_agent.session("main").transcript.view().live if e.get("kind") == "assistant"]
     assert [answer["text"] for answer in answers] == [reply]
+
+
+async def test_a_compaction_mid_turn_is_told_with_the_sizes_before_and_after(tmp_path: Path):
+    provider = ScriptedProvider(summary="- looked at many files", count_input=True)
+    for index in range(14):
+        provider.call((f"h{index}", "echo", {"text": f"file {index} " + "r" * 3_000}))
+    provider.say("all read")
+    heard: list[TurnEvent] = []
+
+    async def hear(event: TurnEvent) -> None:
+        heard.append(event)
+
+    settings = AgentSettings(context_window_tokens=8_000, reserve_tokens=1_000, keep_recent_tokens=2_000)
+    async with TurnStream([hear]) as stream:
+        await run_turn(
+            provider=provider,
+            toolbox=Toolbox(),
+            session=SessionStore(tmp_path).open("main"),
+            system="SYSTEM",
+            user_text="read every file",
+            settings=settings,
+            stream=stream,
+        )
+
+    compactions = [e for e in heard if isinstance(e, Compaction)]
+    assert compactions and all(e.after_chars < e.before_chars for e in compactions)
+    assert sum(isinstance(e, ToolFinished) and e.ok for e in heard) == 14
