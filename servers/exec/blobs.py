@@ -46,7 +46,7 @@ class Blobs:
 
     def save(self, dir_fd: int, name: str) -> tuple[os.stat_result, str | None] | None:
         """Copy the regular file `name` in `dir_fd` (never through a symlink): (its stat as read, its digest, or
-        None when it is too big to save), or None when it is no longer a regular file."""
+        None when it is too big to save), or None when it cannot be read or is no longer a regular file."""
         try:
             fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
         except OSError:

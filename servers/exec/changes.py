@@ -78,7 +78,7 @@ class Record:
 
     @property
     def unrestorable(self) -> list[str]:
-        """Paths whose earlier version was not saved (too big, or not a file, folder or link)."""
+        """Paths whose earlier version was not saved (too big, unreadable, or not a file, folder or link)."""
         return sorted(p for p, (before, _) in self.changes.items() if before is not None and not before.restorable)
 
 
@@ -136,6 +136,7 @@ class ChangeLog:
         self._lock = threading.RLock()
         self._open: dict[str, Call] = {}
         self._finishing: dict[str, Finishing] = {}  # by job id: commands whose record is not reported yet
+        self._finishing_lock = threading.Lock()  # not the walks' lock: the event loop takes this one
         self._walked = False  # the first call after a start walks everything (and finishes an interrupted one)
         if not limits.on:
             return
@@ -196,14 +197,16 @@ class ChangeLog:
 
     def finish_when(self, job_id: str, ended: threading.Event, call: Call | None) -> None:
         """Finish `call` (in a thread of its own) when `ended` is set; `finished(job_id)` then has its record."""
-        self._finishing[job_id] = Finishing(self, call, ended)
-        done = [key for key, finishing in self._finishing.items() if finishing.done.is_set()]
-        for key in done[: max(0, len(done) - _KEEP_UNREPORTED)]:
-            del self._finishing[key]
+        with self._finishing_lock:
+            self._finishing[job_id] = Finishing(self, call, ended)
+            done = [key for key, finishing in self._finishing.items() if finishing.done.is_set()]
+            for key in done[: max(0, len(done) - _KEEP_UNREPORTED)]:
+                del self._finishing[key]
 
     def finished(self, job_id: str) -> Record | None:
         """The record of the ended command `job_id`, once (None if it changed nothing, or was reported already)."""
-        finishing = self._finishing.pop(job_id, None)
+        with self._finishing_lock:
+            finishing = self._finishing.pop(job_id, None)
         return finishing.wait() if finishing else None
 
     @contextlib.contextmanager
@@ -299,7 +302,7 @@ class ChangeLog:
             text += (", " if text else "") + part
         lost = record.unrestorable
         if lost:
-            text += f"; cannot be undone (too big to save): {', '.join(self._shown(lost)[:3])}"
+            text += f"; cannot be undone (not saved: too big or unreadable): {', '.join(self._shown(lost)[:3])}"
         return text
 
     def saved_bytes(self) -> int:
@@ -411,7 +414,8 @@ def _refusal(call_id: str, newer: list[str], skipped: list[str]) -> str:
     if newer:
         reasons.append(f"these changed again after it: {', '.join(newer[:10])}" + (" ..." if len(newer) > 10 else ""))
     if skipped:
-        reasons.append(f"these were too big to save: {', '.join(skipped[:10])}" + (" ..." if len(skipped) > 10 else ""))
+        listed = ", ".join(skipped[:10]) + (" ..." if len(skipped) > 10 else "")
+        reasons.append(f"these were not saved (too big or unreadable): {listed}")
     return (
         f"Undo of {call_id} refused: {'; '.join(reasons)}. Pass force=true to undo it anyway (later changes to those "
         "files are overwritten; files that were not saved stay as they are), or undo the later calls first."

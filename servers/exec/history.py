@@ -20,7 +20,7 @@ class ChangeInfo(BaseModel):
     modified: list[str]
     deleted: list[str]
     counts: dict[str, int] = Field(description="How many paths were added, modified and deleted in all.")
-    cannot_undo: list[str] = Field(description="Paths whose earlier version was too big to save.")
+    cannot_undo: list[str] = Field(description="Paths whose earlier version was not saved (too big or unreadable).")
     shared_with: list[str] = Field(description="Calls that ran at the same time: their changes may be in this one.")
     interrupted: bool = Field(description="The server stopped during the call; what changed was found at restart.")
     undoes: str | None = None
@@ -50,7 +50,7 @@ def listing(log: ChangeLog, limit: int) -> ChangeList:
 
 def undo_result(log: ChangeLog, done: Undone) -> UndoResult:
     problems = [f"{path}: {why}" for path, why in done.problems.items()]
-    problems += [f"{path}: its earlier version was too big to save" for path in done.skipped]
+    problems += [f"{path}: its earlier version was not saved (too big or unreadable)" for path in done.skipped]
     return UndoResult(
         undone=done.undid.id,
         call_id=done.record.id if done.record else None,

@@ -2,9 +2,10 @@
 
 A walk costs one stat per entry. An entry whose stat (inode, ctime, mtime, size) matches the previous manifest is
 kept as it was; any other file is read and saved again (`Blobs`), so every file in a manifest has its content
-saved, or is marked as too big to save. ctime is in the stat because no program can set it back: a rewrite that
-restores size and mtime (`cp -p`, `tar -x`, `touch -r`) still shows, and so does a chmod. Walks go from each root's
-descriptor with `O_NOFOLLOW`, so a symlink is recorded as a link and never followed, even one swapped in mid-walk.
+saved, or is marked as not saved (too big, unreadable). ctime is in the stat because no program can set it back:
+a rewrite that restores size and mtime (`cp -p`, `tar -x`, `touch -r`) still shows, and so does a chmod. Walks go
+from each root's descriptor with `O_NOFOLLOW`, so a symlink is recorded as a link and never followed, even one
+swapped in mid-walk.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 @dataclass(frozen=True)
 class Entry:
-    """One path as a walk found it. `digest` names a file's saved content (None: too big to save); `target` is a
+    """One path as a walk found it. `digest` names a file's saved content (None: not saved); `target` is a
     link's; a `special` entry (FIFO, socket, device) is recorded but cannot be recreated."""
 
     kind: Kind
@@ -159,8 +160,8 @@ class Scanner:
         if not stat.S_ISREG(info.st_mode):
             return Entry("special", mode, *stamp)
         saved = self.blobs.save(fd, name)
-        if saved is None:
-            return None
+        if saved is None:  # unreadable, or replaced since the stat: recorded, as what cannot be undone
+            return Entry("file", mode, *stamp)
         read, digest = saved
         return Entry(
             "file", stat.S_IMODE(read.st_mode), read.st_size, read.st_mtime_ns, read.st_ino, read.st_ctime_ns, digest

@@ -233,11 +233,11 @@ async def test_a_file_too_big_to_save_says_it_cannot_be_undone(make: Callable[..
     async with Client(make(mb=1)) as client:
         await call(client, "exec", command="head -c 1500000 /dev/zero > huge.bin")
         removed = await call(client, "exec", command="rm huge.bin")
-        assert "cannot be undone (too big to save): huge.bin" in removed["changed"]
+        assert "cannot be undone (not saved: too big or unreadable): huge.bin" in removed["changed"]
         assert (await call(client, "exec_changes", limit=1))["changes"][0]["cannot_undo"] == ["huge.bin"]
-        assert "too big to save: huge.bin" in await refusal(client, "exec_undo")
+        assert "not saved (too big or unreadable): huge.bin" in await refusal(client, "exec_undo")
         forced = await call(client, "exec_undo", force=True)
-    assert forced["not_restored"] == ["huge.bin: its earlier version was too big to save"]
+    assert forced["not_restored"] == ["huge.bin: its earlier version was not saved (too big or unreadable)"]
 
 
 async def test_undo_works_after_a_restart(make: Callable[..., MCPServer], workspace: Path) -> None:
