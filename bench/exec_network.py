@@ -6,15 +6,19 @@ Run: .venv/bin/python bench/exec_network.py [--requests 50] [--calls 30] [--json
    to the site) and from one in bubblewrap (bridge in the sandbox, unix socket, the proxy's domain and outbound
    checks, the checked address dialled). The requests run in a loop inside one command, so what is timed is the
    request, not the command's start. p50/p99 in ms, and the difference of the p50s: what the proxy adds.
-2. `exec {"command": "true"}` in bubblewrap with the proxy (the bridge starts before the command) and with
-   `--network` (no proxy, no bridge): what the bridge adds to every sandboxed call.
+2. `true` in bubblewrap without network, with and without the bridge in front of it (run straight from
+   `Sandbox.wrap`): what the bridge adds to every sandboxed command; and `exec {"command": "true"}` over MCP with
+   the proxy and with `--network` (no proxy, no bridge, no network namespace), the choice an owner makes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import socket
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
@@ -27,7 +31,7 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from hermitcrab.servers.exec import Policy, build_server
-from hermitcrab.servers.exec.sandbox import probe
+from hermitcrab.servers.exec.sandbox import detect, probe
 
 
 class _Site(BaseHTTPRequestHandler):
@@ -71,6 +75,20 @@ async def call_times(server: MCPServer, calls: int) -> list[float]:
     return samples[1:]
 
 
+def wrap_times(workspace: Path, proxy: Path, runs: int) -> tuple[list[float], list[float]]:
+    """`true` in bwrap without and with the bridge, taken in turns so both see the same load."""
+    sandbox, _ = detect("bwrap", home=Path(os.environ.get("HOME", "/")), search_path=os.environ.get("PATH", ""))
+    assert sandbox is not None
+    argvs = [sandbox.wrap(["true"], roots=[workspace], protected=[], workdir=workspace, proxy=p) for p in (None, proxy)]
+    samples: tuple[list[float], list[float]] = ([], [])
+    for _ in range(runs + 1):
+        for argv, taken in zip(argvs, samples, strict=True):
+            start = time.perf_counter()
+            subprocess.run(argv, check=True)
+            taken.append(time.perf_counter() - start)
+    return samples[0][1:], samples[1][1:]
+
+
 async def measure(requests: int, calls: int) -> dict[str, Any]:
     site = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
     port = site.server_address[1]
@@ -88,14 +106,20 @@ async def measure(requests: int, calls: int) -> dict[str, Any]:
         through = stats(await request_times(proxied, port, requests))
         with_bridge = stats(await call_times(proxied, calls))
         without = stats(await call_times(server(sandbox="bwrap", network=True), calls))
+        listener = socket.socket(socket.AF_UNIX)  # the bridge only needs the socket to bind; nothing connects
+        listener.bind(str(Path(folder) / "proxy.sock"))
+        bare, bridged = (stats(taken) for taken in wrap_times(workspace, Path(folder) / "proxy.sock", calls))
+        listener.close()
     site.shutdown()
     return {
         "request_direct": direct,
         "request_through_proxy": through,
         "proxy_adds_ms": round(through["p50_ms"] - direct["p50_ms"], 3),
+        "bwrap_true": bare,
+        "bwrap_true_bridged": bridged,
+        "bridge_adds_ms": round(bridged["p50_ms"] - bare["p50_ms"], 3),
         "exec_true_bwrap_proxy": with_bridge,
         "exec_true_bwrap_network": without,
-        "bridge_adds_ms": round(with_bridge["p50_ms"] - without["p50_ms"], 3),
     }
 
 
