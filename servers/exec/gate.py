@@ -1,7 +1,9 @@
-"""The approval gate in front of `exec`: policy verdict first, then (if needed) the user's answer.
+"""The approval gate in front of `exec`: the verdict first (from the check worker, for the ask mode in force),
+then (if needed) the user's answer.
 
 `Gate.resolve` is the `Resolve(...)` resolver of the exec tool's `approval` parameter, so the SDK runs it before
-the tool body on every protocol version. `Gate.decide` turns whatever it produced into "run" or a ToolError.
+the tool body on every protocol version. `Gate.decide` turns whatever it produced into what may run (`Approved`:
+where, and which folders outside the roots an answered on-leave question opened) or a ToolError.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Risk tiers (`--risk-tiers`): what a command line does decides how the user is asked, on top of the allowlist.
+"""Risk tiers (`--ask on-change`, once `--risk-tiers`): what a line does decides how the user is asked, on top of
+the allowlist.
 
 - read: reads and searches run as the allowlist says;
 - change: writes inside the roots, installs and configuration changes are asked about with the plan (every

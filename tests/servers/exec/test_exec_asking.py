@@ -23,8 +23,8 @@ pytestmark = pytest.mark.anyio
 bwrap = pytest.mark.skipif(shutil.which("bwrap") is None or probe() is not None, reason="bubblewrap is not usable")
 
 
-async def call(server: MCPServer, user: User, command: str) -> tuple[bool, str]:
-    async with Client(server, elicitation_callback=user) as client:  # type: ignore[arg-type]
+async def call(server: MCPServer, user: User, command: str, era: str = "auto") -> tuple[bool, str]:
+    async with Client(server, elicitation_callback=user, mode=era) as client:  # type: ignore[arg-type]
         result = await client.call_tool("exec", {"command": command})
     return result.is_error, result.content[0].text  # type: ignore[union-attr]
 
@@ -50,15 +50,16 @@ async def test_in_the_sandbox_a_program_off_the_allowlist_writes_the_root_unaske
 
 
 @bwrap
+@pytest.mark.parametrize("era", ["auto", "legacy"])  # an input-required round, and the older mid-call request
 async def test_writing_outside_is_asked_and_the_approval_opens_only_that_folder(
-    server_factory: Callable[..., MCPServer], workspace: Path, outside: Path, tmp_path: Path
+    server_factory: Callable[..., MCPServer], workspace: Path, outside: Path, tmp_path: Path, era: str
 ) -> None:
     other = tmp_path / "other"
     other.mkdir()
     user = User("allow-once")
     # python's write is one the parser does not see: the sandbox must refuse it, the approval covers only cp's
     command = f"cp a.txt {outside}/copy.txt; python3 -c \"open('{other}/sneaked.txt', 'w')\" || echo kept out"
-    is_error, text = await call(server_factory(sandbox="bwrap"), user, command)
+    is_error, text = await call(server_factory(sandbox="bwrap"), user, command, era)
 
     assert not is_error, text
     assert (outside / "copy.txt").read_text() == "hello\nworld\n"
