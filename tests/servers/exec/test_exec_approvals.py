@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
-from mcp_types import ElicitRequestParams, ElicitResult
 
 from hermitcrab.servers.exec.approvals import ApprovalStore
 from hermitcrab.servers.exec.policy import Miss, Verdict
+from tests.support.elicitation import User
 
 pytestmark = pytest.mark.anyio  # marked at collection time too, so the parametrized fixtures below apply
 
@@ -34,20 +33,6 @@ def era(request: pytest.FixtureRequest) -> str:
 )
 def refusal(request: pytest.FixtureRequest) -> tuple[str, str, str]:
     return request.param  # type: ignore[no-any-return]
-
-
-class User:
-    """A test client's elicitation_callback: records each question and answers as told."""
-
-    def __init__(self, decision: str = "allow-once", action: str = "accept", delay_s: float = 0.0) -> None:
-        self.decision, self.action, self.delay_s = decision, action, delay_s
-        self.questions: list[ElicitRequestParams] = []
-
-    async def __call__(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
-        self.questions.append(params)
-        await anyio.sleep(self.delay_s)
-        content = {"decision": self.decision} if self.action == "accept" else None
-        return ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
 
 
 async def run(server: MCPServer, user: User, era: str, command: str) -> tuple[bool, str]:

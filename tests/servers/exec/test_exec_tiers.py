@@ -4,32 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
-from mcp_types import ElicitRequestParams, ElicitResult
 
 from hermitcrab.servers.exec import Policy, build_server
 from hermitcrab.servers.exec.__main__ import config_from_args, parser
 from hermitcrab.servers.exec.tiers import RiskTiers
+from tests.support.elicitation import User
 
 pytestmark = pytest.mark.anyio
 ALLOW = ("ls", "cat", "echo", "mkdir", "rm", "cp")
-
-
-class User:
-    """Records each question and answers with `decision`."""
-
-    def __init__(self, decision: str) -> None:
-        self.decision = decision
-        self.questions: list[ElicitRequestParams] = []
-
-    async def __call__(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
-        self.questions.append(params)
-        return ElicitResult(action="accept", content={"decision": self.decision})
 
 
 @pytest.fixture
