@@ -1,7 +1,8 @@
 """What must not change, even inside the sandbox's writable roots: persona and memory files, git's config and hooks.
 
 Every attack runs through the real server in real bwrap (`--security full`, so the policy lets it run and only the
-sandbox stands in the way), and the files are compared byte for byte afterwards. Skips without bwrap.
+sandbox stands in the way), and the files are compared byte for byte afterwards (those tests skip without bwrap).
+The file tools, and the policy without the sandbox, refuse the same writes.
 """
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
+from hermitcrab.servers.exec import Policy, build_server
 from hermitcrab.servers.exec.environment import child_environment
 from hermitcrab.servers.exec.protected import Protected
 from hermitcrab.servers.exec.runner import Job, Limits, Spec
 from hermitcrab.servers.exec.sandbox import detect, probe
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.skipif(shutil.which("bwrap") is None or probe() is not None, reason="bubblewrap is not usable here"),
-]
+pytestmark = pytest.mark.anyio
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None or probe() is not None, reason="bubblewrap is not usable here"
+)
 
 ATTACKS = {
     "persona": [
@@ -83,6 +85,7 @@ async def run(server: MCPServer, command: str) -> dict[str, Any]:
     return result.structured_content
 
 
+@needs_bwrap
 @pytest.mark.parametrize("attack", [a for family in ATTACKS.values() for a in family])
 async def test_a_protected_file_cannot_change_through_exec(
     server_factory: Callable[..., MCPServer], workspace: Path, tree: dict[Path, bytes | None], attack: str
@@ -93,6 +96,7 @@ async def test_a_protected_file_cannot_change_through_exec(
     assert _snapshot(workspace) == tree  # stand-ins (proj/.git/hooks, BOOTSTRAP.md, commondir) gone again too
 
 
+@needs_bwrap
 @pytest.mark.parametrize("attack", [a for family in ATTACKS.values() for a in family])
 async def test_without_the_binds_each_attack_changes_the_tree(
     workspace: Path, tree: dict[Path, bytes | None], attack: str
@@ -105,6 +109,7 @@ async def test_without_the_binds_each_attack_changes_the_tree(
     assert _snapshot(workspace) != tree
 
 
+@needs_bwrap
 async def test_ordinary_work_still_runs_in_a_protected_tree(
     server_factory: Callable[..., MCPServer], workspace: Path, tree: dict[Path, bytes | None]
 ) -> None:
@@ -118,6 +123,7 @@ async def test_ordinary_work_still_runs_in_a_protected_tree(
     assert _snapshot(workspace) == {**tree, **_snapshot(workspace / "proj")}  # only proj gained files
 
 
+@needs_bwrap
 async def test_a_stand_in_outlives_the_command_that_made_it_while_another_uses_it(
     server_factory: Callable[..., MCPServer], workspace: Path, tree: dict[Path, bytes | None]
 ) -> None:
@@ -154,12 +160,28 @@ async def test_the_file_tools_refuse_to_write_a_protected_file_and_still_read_it
     tool: str,
     args: dict[str, str],
 ) -> None:
-    async with Client(server_factory(sandbox="bwrap")) as client:
+    async with Client(server_factory()) as client:
         result = await client.call_tool(tool, args)
         read = await client.call_tool("read_file", {"path": "SOUL.md"})
     assert result.is_error and "Refused" in str(result.content), result.content
     assert "be kind" in str(read.content)
     assert _snapshot(workspace) == tree
+
+
+@pytest.mark.parametrize(
+    "command", ["echo x > SOUL.md", "echo x | tee memory/2026-12-02.md", "echo x > BOOTSTRAP.md", "rm AGENTS.md"]
+)
+async def test_without_the_sandbox_the_policy_refuses_the_same_writes(
+    workspace: Path, state: Path, tree: dict[Path, bytes | None], command: str
+) -> None:
+    policy = Policy(ask="off", allow=("echo", "tee", "rm"))
+    server = build_server(roots=[workspace], state=state, policy=policy, sandbox="none")
+    async with Client(server) as client:
+        result = await client.call_tool("exec", {"command": command})
+        control = await client.call_tool("exec", {"command": "echo x > notes.txt"})
+    assert result.is_error and ("persona file" in str(result.content) or "memory folder" in str(result.content))
+    assert not control.is_error and (workspace / "notes.txt").read_text() == "x\n"
+    assert {p: v for p, v in _snapshot(workspace).items() if p.name != "notes.txt"} == tree
 
 
 def test_the_walk_finds_repositories_and_notices_new_ones(workspace: Path, tree: dict[Path, bytes | None]) -> None:
