@@ -41,7 +41,8 @@ _CONTEXT = multiprocessing.get_context("fork")
 @dataclass(frozen=True)
 class Judge:
     """The verdict the gate acts on, for the effective ask mode: the parser's, with the tiers' questions added
-    (on-change), or with its misses replaced by what leaves the sandbox (on-leave)."""
+    (on-change), or with its misses replaced by what leaves the sandbox (on-leave). In the sandbox (`leaves` given)
+    the parser modes ask about leaving too, so that their approval opens what the line writes outside."""
 
     checker: Checker
     ask: Ask
@@ -54,10 +55,12 @@ class Judge:
     ) -> Verdict:
         verdict = self.checker.check(command, workdir, env, approved=approved, running=running)
         if self.ask == "on-change" and self.tiers is not None:
-            return self.tiers.apply(verdict, command, workdir)
-        if self.ask == "on-leave" and self.leaves is not None and self.security != "full":
+            verdict = self.tiers.apply(verdict, command, workdir)
+        if self.leaves is None or self.security == "full":
+            return verdict
+        if self.ask == "on-leave":
             return self.leaves.judge(verdict, command, workdir)
-        return verdict
+        return self.leaves.add(verdict, command, workdir)
 
 
 class CheckWorker:

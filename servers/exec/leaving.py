@@ -43,8 +43,17 @@ class Leaves:
 
     def judge(self, verdict: Verdict, command: str, workdir: Path) -> Verdict:
         """`verdict` under on-leave: its refusal kept, its misses replaced by what leaves the sandbox."""
+        return verdict if verdict.refusal is not None else self.found(command, workdir)
+
+    def add(self, verdict: Verdict, command: str, workdir: Path) -> Verdict:
+        """`verdict` of a parser mode in the sandbox, with what leaves it: asked too, so an approval can open it."""
         if verdict.refusal is not None:
             return verdict
+        found = self.found(command, workdir)
+        return found if found.refusal is not None else replace(verdict, misses=(*verdict.misses, *found.misses))
+
+    def found(self, command: str, workdir: Path) -> Verdict:
+        """A refusal for a protected or hidden write, else one miss per write outside the roots."""
         try:
             found = [
                 self._write(step.raw, word, step.cwd)
@@ -52,7 +61,7 @@ class Leaves:
                 for word in step.writes
             ]
         except ShellSyntaxError:
-            return replace(verdict, misses=())  # bash reads it its own way, inside the sandbox
+            return Verdict()  # bash reads it its own way, inside the sandbox
         refusal = next((item for item in found if isinstance(item, str)), None)
         if refusal is not None:
             return Verdict(refusal=refusal)

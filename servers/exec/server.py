@@ -131,7 +131,8 @@ def build_server(
     changes = ChangeLog(roots, state, undo or UndoLimits(), skip=hidden)
     table = ProcessTable()
     ask = effective_ask(policy.ask, sandboxed)
-    judge = Judge(checker, ask, policy.security, RiskTiers(roots, home), Leaves(roots, home, hidden, user_home))
+    leaves = Leaves(roots, home, hidden, user_home) if sandboxed else None  # what would leave the sandbox
+    judge = Judge(checker, ask, policy.security, RiskTiers(roots, home), leaves)
     worker = CheckWorker(judge, check_budget_s)
     gate = Gate(policy, worker, ApprovalStore(state / "approvals.json"), files, table.commands_running)
     unsandboxed_note = [UNSANDBOXED_NOTE] if not sandboxed else []  # said once, in the first exec result

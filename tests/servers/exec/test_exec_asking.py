@@ -70,6 +70,20 @@ async def test_writing_outside_is_asked_and_the_approval_opens_only_that_folder(
 
 
 @bwrap
+@pytest.mark.parametrize("ask", ["on-change", "on-miss", "always"])
+async def test_in_the_sandbox_an_approval_in_a_parser_mode_opens_what_the_line_writes_outside(
+    server_factory: Callable[..., MCPServer], outside: Path, ask: str
+) -> None:
+    user = User("allow-once")
+    is_error, text = await call(server_factory(sandbox="bwrap", ask=ask), user, f"cp a.txt {outside}/x")
+
+    assert not is_error, text
+    assert (outside / "x").read_text() == "hello\nworld\n"
+    (question,) = user.questions
+    assert f"approving makes {outside} writable for this call" in question.message
+
+
+@bwrap
 @pytest.mark.parametrize(("decision", "action"), [("deny", "accept"), ("allow-once", "decline")])
 async def test_a_leave_the_user_does_not_approve_stays_refused(
     server_factory: Callable[..., MCPServer], outside: Path, decision: str, action: str
