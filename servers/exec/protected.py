@@ -40,7 +40,7 @@ GIT_FILES: tuple[tuple[str, Kind], ...] = (
 STAND_IN_TEXT: dict[Kind, str] = {"file": "", "commondir": ".\n"}
 # Names only a hermitcrab (OpenClaw-style) workspace has; AGENTS.md alone is any coding agent's project file.
 WORKSPACE_MARKERS = ("SOUL.md", "IDENTITY.md", "HEARTBEAT.md", "BOOTSTRAP.md")
-MAX_DIRECTORIES = 20_000  # per root: a walk past this stops, and repositories beyond it are not found
+MAX_DIRECTORIES = 20_000  # over all roots: the walk stops there, and repositories beyond are not found
 MAX_DEPTH = 8
 _SKIPPED = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", ".cache"})
 _RACY_NS = 2_000_000_000  # a directory changed this recently may change again within its mtime's granularity
@@ -78,9 +78,8 @@ def persona(root: Path) -> list[Protection]:
 @dataclass
 class _Scanned:
     mtime_ns: int
-    subdirectories: list[str]
-    git_dirs: list[Path]  # found in this directory: its .git (a folder), itself when bare, a .git file
-    git_file: bool
+    subdirectories: list[str]  # names, not descended into a repository's git directory
+    repository: Literal["git folder", "git file", "bare"] | None  # what this directory is or holds
 
 
 class Protected:
@@ -88,11 +87,12 @@ class Protected:
 
     A refresh stats every directory the last walk saw and lists again only those whose mtime changed (an entry
     was added, removed or renamed there), so finding the repositories of an unchanged tree costs one stat each.
+    Paths are strings inside the walk: building and hashing a Path per directory cost more than the stat.
     """
 
     def __init__(self, roots: Sequence[Path]) -> None:
         self.roots = [root.resolve() for root in roots]
-        self._scans: dict[Path, _Scanned] = {}
+        self._scans: dict[str, _Scanned] = {}
         self._lock = threading.Lock()
         self._warned: set[Path] = set()
 
@@ -100,56 +100,61 @@ class Protected:
         """Every protection of the roots as they are now (a few ms for an unchanged tree; call it off the loop)."""
         with self._lock:
             protections: list[Protection] = []
-            seen: dict[Path, _Scanned] = {}
+            seen: dict[str, _Scanned] = {}
             for root in self.roots:
                 protections += persona(root)
                 protections += self._walk(root, seen)
             self._scans = seen
             return protections
 
-    def _walk(self, root: Path, seen: dict[Path, _Scanned]) -> list[Protection]:
+    def _walk(self, root: Path, seen: dict[str, _Scanned]) -> list[Protection]:
         found: list[Protection] = []
         pinned: set[Path] = set()
-        stack: list[tuple[Path, int]] = [(root, 0)]
-        visited = 0
+        stack: list[tuple[str, int]] = [(str(root), 0)]
+        now = time.time_ns()
         while stack:
             directory, depth = stack.pop()
-            visited += 1
-            if visited > MAX_DIRECTORIES:
+            if len(seen) >= MAX_DIRECTORIES:
                 self._warn_once(root)
                 break
-            scan = self._scan(directory)
+            scan = self._scan(directory, now)
             if scan is None:
                 continue
             seen[directory] = scan
-            for git_dir in scan.git_dirs:
-                found += _pins(root, git_dir.parent if git_dir.name == ".git" else git_dir, pinned)
-                found += _git_dir(git_dir, pinned)
-            if scan.git_file:
-                found += _pins(root, directory, pinned)
-                found.append(Protection(directory / ".git", "file"))
+            if scan.repository == "git folder":
+                found += _pins(root, Path(directory), pinned) + _git_dir(Path(directory, ".git"), pinned)
+            elif scan.repository == "bare":
+                found += _pins(root, Path(directory), pinned) + _git_dir(Path(directory), pinned)
+            elif scan.repository == "git file":
+                found += [*_pins(root, Path(directory), pinned), Protection(Path(directory, ".git"), "file")]
             if depth < MAX_DEPTH:
-                stack += [(directory / name, depth + 1) for name in scan.subdirectories]
+                stack += [(f"{directory}/{name}", depth + 1) for name in scan.subdirectories]
         return found
 
-    def _scan(self, directory: Path) -> _Scanned | None:
+    def _scan(self, directory: str, now: int) -> _Scanned | None:
         try:
             mtime_ns = os.stat(directory, follow_symlinks=False).st_mtime_ns
         except OSError:
             return None
         cached = self._scans.get(directory)
-        if cached is not None and cached.mtime_ns == mtime_ns and time.time_ns() - mtime_ns > _RACY_NS:
+        if cached is not None and cached.mtime_ns == mtime_ns and now - mtime_ns > _RACY_NS:
             return cached
+        subdirectories: list[str] = []
+        files: set[str] = set()
         try:
             with os.scandir(directory) as entries:
-                kinds = {e.name: (e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in entries}
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        subdirectories.append(entry.name)
+                    elif entry.name in (".git", "HEAD"):
+                        files.add(entry.name)
         except OSError:
             return None
-        git_dirs = [directory / ".git"] if kinds.get(".git", (False, False))[0] else []
-        if _is_git_dir(kinds):  # a bare repository
-            return _Scanned(mtime_ns, [], [directory], False)
-        subdirectories = [n for n, (is_dir, _) in kinds.items() if is_dir and n != ".git" and n not in _SKIPPED]
-        return _Scanned(mtime_ns, subdirectories, git_dirs, kinds.get(".git", (False, False))[1])
+        if "HEAD" in files and "objects" in subdirectories:
+            return _Scanned(mtime_ns, [], "bare")
+        repository = "git folder" if ".git" in subdirectories else "git file" if ".git" in files else None
+        descend = [name for name in subdirectories if name != ".git" and name not in _SKIPPED]
+        return _Scanned(mtime_ns, descend, repository)
 
     def _warn_once(self, root: Path) -> None:
         if root not in self._warned:
@@ -159,10 +164,6 @@ class Protected:
                 root,
                 MAX_DIRECTORIES,
             )
-
-
-def _is_git_dir(kinds: dict[str, tuple[bool, bool]]) -> bool:
-    return kinds.get("HEAD", (False, False))[1] and kinds.get("objects", (False, False))[0]
 
 
 def _pins(root: Path, directory: Path, pinned: set[Path]) -> list[Protection]:
