@@ -120,6 +120,7 @@ def build_server(
     guard = Protected(roots) if sandboxed else None  # without the sandbox, the policy refuses the same writes
     proxying = network_proxy(allow_domains, outbound_allow, state)
     proxy = proxying if sandboxed and not network else None  # else commands have the host's network, as before
+    background_calls: dict[str, CallProxy] = {}  # session id -> its call's proxy, for the refusals `poll` reports
     if not sandboxed:
         logger.warning(UNSANDBOXED, sandbox_problem or "--sandbox none")
     child_env = child_environment(environ, None)
@@ -211,6 +212,10 @@ def build_server(
                 raise
             hint = f"Still running after {yield_ms} ms; moved to the background. Use `process` with its session_id."
         table.add(job)
+        if call is not None:  # what it is refused later is said when it is polled
+            for gone in [session for session in background_calls if table.get(session) is None]:
+                del background_calls[gone]
+            background_calls[job.id] = call
         return processes.result(job, sandboxed=sandboxed, background=True, note=_join(note, _refused(call), hint))
 
     if proxy is not None:
@@ -263,7 +268,11 @@ def build_server(
             raise ToolError(f"No session {quote(session_id)}; `process` with action=list shows the sessions.")
         if action == "poll":
             await job.wait(wait_ms / 1000)
-            return await with_changes(processes.poll(job, sandboxed=sandboxed), job)
+            polled = processes.poll(job, sandboxed=sandboxed)
+            refused = _refused(background_calls.get(job.id))
+            if refused is not None:
+                polled = polled.model_copy(update={"note": _join(polled.note, refused)})
+            return await with_changes(polled, job)
         if action == "log":
             return processes.log(job, offset, limit)
         if action == "write":

@@ -156,16 +156,20 @@ async def test_there_is_no_way_round_the_proxy(make: Callable[..., MCPServer], s
     assert "curl=7" in out["stdout"] and "tcp=1" in out["stdout"] and site.hits == []
 
 
-async def test_a_background_command_keeps_its_way_out(make: Callable[..., MCPServer], site: Site) -> None:
+async def test_a_background_command_keeps_its_way_out_and_its_refusals_are_polled(
+    make: Callable[..., MCPServer], site: Site
+) -> None:
     server = make(allow_domains=["localhost"], outbound_allow=site.outbound)
+    command = f"sleep 0.5; {CURL} http://localhost:{site.port}/later; {CURL} http://late.test/"
     async with Client(server) as client:
-        started = await client.call_tool(
-            "exec", {"command": f"sleep 0.5; {CURL} http://localhost:{site.port}/later", "background": True}
-        )
+        started = await client.call_tool("exec", {"command": command, "background": True})
         session = (started.structured_content or {})["session_id"]
         await client.call_tool("exec", {"command": "true"})  # a call in between closes only ended calls' proxies
         polled = await client.call_tool("process", {"action": "poll", "session_id": session, "wait_ms": 10_000})
-    assert "hello /later" in json.dumps(polled.structured_content) and site.hits == ["/later"]
+    out = (polled.structured_content or {})["result"]
+    assert out["status"] == "exited" and "hello /later" in out["stdout"] and site.hits == ["/later"]
+    assert "Network refused: late.test (not on the domain allowlist" in out["note"]
+    assert "late.test" not in ((started.structured_content or {}).get("note") or "")
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
