@@ -15,6 +15,7 @@ changed since as theirs (`interrupted`), which may include changes made while th
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -27,9 +28,10 @@ from typing import Any
 from hermitcrab.util.store import JsonFile
 
 from .blobs import Blobs
-from .manifest import Entry, Manifest, Scanner, manifest_from_json, manifest_to_json
+from .manifest import Entry, Manifest, Scanner, TooManyEntries, manifest_from_json, manifest_to_json
 from .restore import restore
 
+logger = logging.getLogger(__name__)
 Change = tuple[Entry | None, Entry | None]  # (before the call, after it); None: absent
 _SHOWN = 300  # characters of a change summary
 _KEEP_UNREPORTED = 100  # records of ended background commands kept for `process` to report
@@ -42,10 +44,11 @@ class UndoRefused(ValueError):
 @dataclass(frozen=True)
 class UndoLimits:
     """How much history undo keeps: the newest `keep` changes and at most `mb` MB of saved content (oldest dropped
-    first); either at 0 turns undo off."""
+    first); either at 0 turns undo off. Roots holding more than `max_entries` files and folders turn it off too."""
 
     keep: int = 50
     mb: int = 500
+    max_entries: int = 200_000  # a walk of them takes about 2 s, and there are two a command
 
     @property
     def on(self) -> bool:
@@ -138,7 +141,8 @@ class ChangeLog:
         self._finishing: dict[str, Finishing] = {}  # by job id: commands whose record is not reported yet
         self._finishing_lock = threading.Lock()  # not the walks' lock: the event loop takes this one
         self._walked = False  # the first call after a start walks everything (and finishes an interrupted one)
-        if not limits.on:
+        self.off = None if limits.on else "the server runs with --undo-keep 0 or --undo-mb 0"
+        if self.off:
             return
         folder = state / "undo"
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -151,19 +155,23 @@ class ChangeLog:
         )
         self.blobs = Blobs(folder / "blobs", limits.mb * 1024 * 1024)
         self.blobs.make_room = self._make_room
-        self.scanner = Scanner(self.roots, skip, self.blobs)
+        self.scanner = Scanner(self.roots, skip, self.blobs, limits.max_entries)
         self.blobs.prune(self._referenced())  # copies a crash left unnamed
 
     def begin(self, tool: str, what: str, scope: Sequence[Path] | None = None) -> Call | None:
         """Walk before a call (the roots, or only `scope`); None when undo is off."""
-        if not self.limits.on:
-            return None
         keys = None if scope is None else [str(path) for path in scope]
         with self._lock:
-            found = self._catch_up()
-            if found is None:
-                found = self.scanner.walk(self.baseline) if keys is None else self.scanner.look(keys, self.baseline)
-                self._adopt(found, keys)
+            if self.off:
+                return None
+            try:
+                found = self._catch_up()
+                if found is None:
+                    found = self._scan(keys)
+                    self._adopt(found, keys)
+            except TooManyEntries as exc:
+                self._give_up(str(exc))
+                return None
             before = found if keys is None else {k: found[k] for k in keys if k in found}
             call = Call(uuid.uuid4().hex[:8], tool, what, time.time(), keys, before, set(self._open))
             for other in self._open.values():
@@ -174,13 +182,14 @@ class ChangeLog:
 
     def finish(self, call: Call | None) -> Record | None:
         """Walk after the call; its record, or None when it changed nothing (or undo is off)."""
-        if call is None:
-            return None
         with self._lock:
-            if call.scope is None:
-                after = self.scanner.walk(self.baseline)
-            else:
-                after = self.scanner.look(call.scope, self.baseline)
+            if call is None or self.off:
+                return None
+            try:
+                after = self._scan(call.scope)
+            except TooManyEntries as exc:
+                self._give_up(str(exc))
+                return None
             record = None
             changes = _diff(call.before, after)
             if changes:
@@ -222,16 +231,14 @@ class ChangeLog:
 
     def newest(self, limit: int) -> list[Record]:
         """The newest `limit` records, newest first (after a restart, with what a crash interrupted)."""
-        self._require_on()
         with self._lock:
-            self._catch_up()
+            self._catch_up_or_refuse()
             return self.records[::-1][:limit]
 
     def find(self, call_id: str | None) -> Record:
         """The record of `call_id`, or by default the newest change not undone that is not itself an undo."""
-        self._require_on()
         with self._lock:
-            self._catch_up()
+            self._catch_up_or_refuse()
             if call_id is None:
                 undoable = [r for r in self.records if r.undone_by is None and r.undoes is None]
                 if not undoable:
@@ -257,7 +264,8 @@ class ChangeLog:
                     f"Call {undid.id} was already undone by {undid.undone_by}; undo {undid.undone_by} to redo it."
                 )
             call = self.begin("exec_undo", f"undo {undid.id}")
-            assert call is not None
+            if call is None:
+                raise UndoRefused(f"Undo is off here: {self.off}; nothing is recorded.")
             try:
                 targets = {path: before for path, (before, _) in undid.changes.items()}
                 current = call.before
@@ -306,13 +314,26 @@ class ChangeLog:
         return text
 
     def saved_bytes(self) -> int:
-        return self.blobs.total if self.limits.on else 0
+        return 0 if self.off else self.blobs.total
 
-    def _require_on(self) -> None:
-        if not self.limits.on:
-            raise UndoRefused(
-                "Undo is off here (the server runs with --undo-keep 0 or --undo-mb 0): nothing is recorded."
-            )
+    def _scan(self, keys: Sequence[str] | None) -> Manifest:
+        return self.scanner.walk(self.baseline) if keys is None else self.scanner.look(keys, self.baseline)
+
+    def _catch_up_or_refuse(self) -> None:
+        if not self.off:
+            try:
+                self._catch_up()
+            except TooManyEntries as exc:
+                self._give_up(str(exc))
+        if self.off:
+            raise UndoRefused(f"Undo is off here: {self.off}; nothing is recorded.")
+
+    def _give_up(self, why: str) -> None:
+        """Turn undo off for this run (what is kept stays, for a run with other roots or limits)."""
+        self.off = f"{why}, too many to walk twice a command (give a narrower --root)"
+        logger.warning("undo is off: %s", self.off)
+        self._open.clear()
+        self._save_pending()
 
     def _shown(self, paths: Iterable[str]) -> list[str]:
         return [self.shown(p) for p in sorted(paths)]

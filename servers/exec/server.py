@@ -382,7 +382,12 @@ def build_server(
                 "network_access": network_access(sandboxed, network),
                 "allowed_domains": proxy.allowlist.entries if proxy is not None else None,
                 "approved_domains": proxy.allowlist.approved if proxy is not None else None,
-                "undo": {"keep": changes.limits.keep, "mb": changes.limits.mb, "changes": len(changes.records)},
+                "undo": {
+                    "keep": changes.limits.keep,
+                    "mb": changes.limits.mb,
+                    "changes": len(changes.records),
+                    "off": changes.off,
+                },
             },
             indent=2,
         )

@@ -280,6 +280,18 @@ async def test_undo_off_records_nothing(make: Callable[..., MCPServer], state: P
     assert not (state / "undo").exists()
 
 
+async def test_roots_too_big_to_walk_turn_undo_off_and_say_why(make: Callable[..., MCPServer], workspace: Path) -> None:
+    for n in range(30):
+        (workspace / f"f{n}.txt").write_text(f"{n}\n")
+    async with Client(make(max_entries=20)) as client:
+        done = await call(client, "exec", command="rm f1.txt")
+        assert done["exit_code"] == 0 and done["change_id"] is None
+        message = await refusal(client, "exec_undo")
+        assert "more than 20 files and folders" in message and "--root" in message
+        status = json.loads((await client.read_resource("exec://status")).contents[0].text)  # type: ignore[union-attr]
+    assert "more than 20" in status["undo"]["off"]
+
+
 @asynccontextmanager
 async def stdio_server(workspace: Path, state: Path) -> AsyncIterator[tuple[Client, int]]:
     """A real `hermitcrab-exec` process over stdio, and its pid."""
