@@ -100,9 +100,12 @@ class Job:
         self.ended: float | None = None
         self.limit: str | None = None  # which limit stopped it, for the result's note
         self.max_processes = spec.limits.processes
-        self.own_processes = _SANDBOX_PROCESSES if spec.sandbox else 0
+        # bwrap, its PID namespace's init and, in front of a command without network, the bridge to its proxy
+        bridge = spec.sandbox is not None and spec.sandbox.bridges(spec.network, spec.proxy)
+        self.own_processes = _SANDBOX_PROCESSES + int(bridge) if spec.sandbox else 0
         self._spec = spec
-        self._stand_ins = STAND_INS.claim(spec.protected) if spec.sandbox else []
+        box = spec.sandbox
+        self._stand_ins = STAND_INS.claim(box.guarded(spec.protected, spec.roots, spec.writable)) if box else []
         try:
             self._popen = subprocess.Popen(
                 _argv(spec),
