@@ -334,6 +334,7 @@ class ChangeLog:
         logger.warning("undo is off: %s", self.off)
         self._open.clear()
         self._save_pending()
+        self.blobs.prune(self._referenced())  # what the abandoned walk saved
 
     def _shown(self, paths: Iterable[str]) -> list[str]:
         return [self.shown(p) for p in sorted(paths)]
