@@ -27,6 +27,7 @@ from hermitcrab.servers.exec import Policy, build_server
 from hermitcrab.servers.exec.__main__ import config_from_args, parser
 from hermitcrab.servers.exec.domains import DomainAllowlist
 from hermitcrab.servers.exec.network import BadNetworkOption
+from hermitcrab.servers.exec.runner import Limits
 from hermitcrab.servers.exec.sandbox import probe
 from hermitcrab.util.outbound import OUTBOUND_VARIABLE
 
@@ -254,6 +255,13 @@ async def test_the_bridge_keeps_the_command_s_streams_signals_and_exit_code(make
     out = await run(server, "echo $HTTPS_PROXY; yes | head -n 2; exit 3")
     assert out["stdout"] == "http://127.0.0.1:3128\ny\ny\n" and out["stderr"] == "" and out["exit_code"] == 3
     assert (await run(server, "kill -TERM $$"))["exit_code"] == 143
+
+
+async def test_the_bridge_is_not_counted_against_the_process_cap(make: Callable[..., MCPServer]) -> None:
+    server = make(limits=Limits(processes=3))  # bash and two sleeps; bwrap, its init and the bridge are ours
+    assert (await run(server, "sleep 0.3 & sleep 0.3 & wait"))["status"] == "exited"
+    over = await run(server, "sleep 0.3 & sleep 0.3 & sleep 0.3 & wait")
+    assert over["status"] == "killed" and "more than 3 processes" in over["note"]
 
 
 def test_wildcards_cover_the_domain_and_its_subdomains(tmp_path: Path) -> None:
