@@ -73,11 +73,11 @@ class Leaves:
         if real is None:
             return None
         shown = f"`{walk.shown(raw)}`"
-        if any(real.is_relative_to(path) for path in self.hidden):
-            return f"{shown} writes {real}, which commands cannot see (credentials or the server's state)"
-        if any(real.is_relative_to(root) for root in self.roots):
+        if any(real.is_relative_to(root) for root in self.roots):  # first: the workspace lies in a hidden home
             problem = write_problem(real, self.roots) or _git_problem(real)
             return f"{shown}: {problem}; the sandbox keeps it read-only" if problem else None
+        if any(real.is_relative_to(path) for path in self.hidden):
+            return f"{shown} writes {real}, which commands cannot see (credentials or the server's state)"
         widen = _folder(real)
         if widen in self.private or widen.is_relative_to("/dev"):  # a scratch file in the sandbox's own tmpfs
             return None

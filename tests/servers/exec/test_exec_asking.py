@@ -196,3 +196,12 @@ async def test_the_exec_tool_tells_the_model_what_is_asked(
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
 
     assert said in (tools["exec"].description or "")
+
+
+def test_a_workspace_inside_a_hidden_home_is_still_the_workspace(tmp_path: Path) -> None:
+    home = tmp_path / ".hermitcrab"  # hidden from commands, as the server hides its home, yet holding the root
+    (home / "workspace").mkdir(parents=True)
+    leaves = Leaves([home / "workspace"], "/root", hidden=[home], private_home=None)
+
+    assert leaves.judge(Verdict(), "echo x > notes.txt", home / "workspace") == Verdict()
+    assert leaves.judge(Verdict(), f"echo x > {home}/config.toml", home / "workspace").refusal is not None
