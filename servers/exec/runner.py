@@ -104,7 +104,8 @@ class Job:
         bridge = spec.sandbox is not None and spec.sandbox.bridges(spec.network, spec.proxy)
         self.own_processes = _SANDBOX_PROCESSES + int(bridge) if spec.sandbox else 0
         self._spec = spec
-        self._stand_ins = STAND_INS.claim(spec.protected) if spec.sandbox else []
+        box = spec.sandbox
+        self._stand_ins = STAND_INS.claim(box.guarded(spec.protected, spec.roots, spec.writable)) if box else []
         try:
             self._popen = subprocess.Popen(
                 _argv(spec),

@@ -182,15 +182,29 @@ class Sandbox:
     ) -> list[tuple[Path, list[str]]]:
         """Pins bound onto themselves, the rest read-only: itself when it exists, else a stand-in from `blanks`."""
         mounts: list[tuple[Path, list[str]]] = []
-        for guard in protected:
-            path = guard.path
-            if not any(path.is_relative_to(root) for root in roots) or any(_within(path, w) for w in writable):
-                continue  # outside the roots everything is read-only already; approved paths stay writable
+        for guard in self.guarded(protected, roots, writable):
+            path, kind = guard.path, guard.kind
             if os.path.lexists(path):
-                mounts.append((path, ["--bind" if guard.kind == "pin" else "--ro-bind", str(path), str(path)]))
-            elif guard.kind != "pin" and self.blanks is not None and path.parent.is_dir():
-                mounts.append((path, ["--ro-bind", str(self.blanks / guard.kind), str(path)]))
+                mounts.append((path, ["--bind" if kind == "pin" else "--ro-bind", str(path), str(path)]))
+            elif self.blanks is not None:
+                mounts.append((path, ["--ro-bind", str(self.blanks / kind), str(path)]))
         return mounts
+
+    def guarded(
+        self, protected: Sequence[Protection], roots: Sequence[Path], writable: Sequence[Path]
+    ) -> list[Protection]:
+        """The protections one call binds: inside the roots (outside them all is read-only already), not where
+        the call was approved to write, and for a missing one, a stand-in to bind (so the runner claims those)."""
+        return [
+            guard
+            for guard in protected
+            if any(guard.path.is_relative_to(root) for root in roots)
+            and not any(_within(guard.path, path) for path in writable)
+            and (
+                os.path.lexists(guard.path)
+                or (guard.kind != "pin" and self.blanks is not None and guard.path.parent.is_dir())
+            )
+        ]
 
 
 def _within(path: Path, folder: Path) -> bool:
