@@ -4,6 +4,7 @@ fail-closed parser without a sandbox. Real server over MCP, real bwrap, real fil
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
+from hermitcrab.servers.exec import build_server
 from hermitcrab.servers.exec.leaving import LeaveMiss, Leaves
 from hermitcrab.servers.exec.policy import Verdict
 from hermitcrab.servers.exec.sandbox import probe
@@ -47,6 +49,17 @@ async def test_in_the_sandbox_a_program_off_the_allowlist_writes_the_root_unaske
     assert not is_error, text
     assert (workspace / "made.txt").exists() and (workspace / "py.txt").read_text() == "x"
     assert user.questions == []
+
+
+@bwrap
+async def test_in_the_default_layout_the_workspace_inside_the_hidden_home_is_written_unasked(tmp_path: Path) -> None:
+    environ = {"HERMITCRAB_HOME": str(tmp_path / "hc"), "HOME": str(tmp_path / "home"), "PATH": os.environ["PATH"]}
+    (tmp_path / "home").mkdir()
+    user = User("deny")
+    is_error, text = await call(build_server(sandbox="bwrap", environ=environ), user, "touch made.txt")
+
+    assert not is_error, text
+    assert (tmp_path / "hc" / "workspace" / "made.txt").exists() and user.questions == []
 
 
 @bwrap
