@@ -19,6 +19,7 @@ from ..errors import ContextOverflowError, ProviderError, RetryableProviderError
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 MAX_RETRY_AFTER_S = 60.0
+BASE_DELAY_S = 0.5
 CONTEXT_OVERFLOW = re.compile(
     r"context.{0,20}(length|window|limit)|too many tokens|prompt is too long|maximum context", re.I
 )
@@ -32,7 +33,7 @@ async def post_json(
     headers: Mapping[str, str],
     timeout_s: float,
     max_retries: int,
-    base_delay_s: float = 0.5,
+    base_delay_s: float = BASE_DELAY_S,
 ) -> dict[str, Any]:
     """Return the decoded JSON body; retry transient failures, then raise a ProviderError."""
     return await retrying(
@@ -65,14 +66,15 @@ class HttpProvider:
     async def _open_stream(
         self, path: str, payload: Mapping[str, Any], headers: Mapping[str, str]
     ) -> AsyncGenerator[httpx.Response]:
-        """POST asking for a stream, retried like `_post` until the server answers; the response is read inside."""
+        """POST asking for a stream, retried like `_post` until the server answers 2xx; the caller reads the open
+        response inside the block, which closes it."""
         url = f"{self.profile.base_url}{path}"
         timeout_s = self.profile.timeout_s
         response = await retrying(
             f"POST {url}",
             lambda: _send(self.client, url, payload, headers, timeout_s, stream=True),
             retry_wait,
-            backoff(self.profile.max_retries, 0.5),
+            backoff(self.profile.max_retries, BASE_DELAY_S),
         )
         try:
             yield response
