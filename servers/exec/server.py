@@ -49,8 +49,8 @@ EnvName = Annotated[str, Field(max_length=256)]
 EnvValue = Annotated[str, Field(max_length=32_768)]
 logger = logging.getLogger(__name__)
 UNSANDBOXED = (
-    f"commands run WITHOUT a sandbox (%s): {NO_SANDBOX}; install bubblewrap (apt-get install bubblewrap), or on "
-    "macOS wrap the server in sandbox-exec"
+    f"no sandbox (%s): {NO_SANDBOX}; install bubblewrap (apt-get install bubblewrap), or on macOS wrap the "
+    "server in sandbox-exec"
 )
 UNSANDBOXED_NOTE = f"No sandbox on this server: {NO_SANDBOX}."
 EXEC_DESCRIPTION = """Run a shell command in the workspace and return its exit code and output.
