@@ -17,9 +17,9 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
     """Replace `path` with `text` (UTF-8, newlines as given); see `atomic_write_bytes`."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
 
 
 def atomic_write_bytes(
@@ -63,9 +63,9 @@ def atomic_write_bytes(
         os.fsync(dir_fd)
 
 
-def atomic_write_json(path: Path, data: Any, indent: int | None = 2) -> None:
+def atomic_write_json(path: Path, data: Any, indent: int | None = 2, *, durable: bool = True) -> None:
     """`data` as JSON, indented for a person to read (`indent` None: one line, several times faster to write)."""
-    atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=indent) + "\n")
+    atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=indent) + "\n", durable=durable)
 
 
 def append_line(path: Path, line: str) -> None:

@@ -30,10 +30,12 @@ class Torn(ValueError):
 @dataclass(frozen=True)
 class JsonFile:
     """One JSON object in `path`, saved atomically and 0600 (state holds conversations, tokens and people);
-    `indent` None keeps a big file that only programs read on one line (the exec server's undo manifest)."""
+    `indent` None keeps a big file that only programs read on one line (the exec server's undo manifest), and
+    `durable` False skips the fsyncs for a file written twice a call whose loss in a power cut costs little."""
 
     path: Path
     indent: int | None = 2
+    durable: bool = True
 
     def read(self) -> dict[str, Any]:
         """The object; FileNotFoundError when there is no file, Torn when it holds anything else."""
@@ -58,7 +60,7 @@ class JsonFile:
             return {}
 
     def save(self, data: dict[str, Any]) -> None:
-        atomic_write_json(self.path, data, self.indent)
+        atomic_write_json(self.path, data, self.indent, durable=self.durable)
 
     def set_aside(self, suffix: str) -> Path:
         """Move the file to `<name><suffix>` beside it, kept for a person to look into; the new name."""

@@ -147,7 +147,7 @@ class ChangeLog:
         folder = state / "undo"
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._log = JsonFile(folder / "changes.json", indent=None)
-        self._pending = JsonFile(folder / "pending.json")
+        self._pending = JsonFile(folder / "pending.json", durable=False)  # lost in a power cut: the call is unnamed
         self._manifest = JsonFile(folder / "manifest.json", indent=None)
         self.records = [Record.from_json(r) for r in self._log.load("undo starts without history").get("records", [])]
         self.baseline = manifest_from_json(
