@@ -193,10 +193,15 @@ class DiscordChannel:
 
     async def send(self, target: Target, text: str) -> None:
         """Deliver `text` in parts; raise if any part could not be delivered after retries. The reply to a message
-        whose draft is on screen (streamed in this turn, or left by a crash and recorded) replaces that draft."""
+        whose draft is on screen (streamed in this turn, or left by a crash and recorded) replaces that draft; the same
+        reply again (a restart's recovery after a crash that came just after it was sent) is not sent twice."""
         answering = target.reply_to or ""
         draft = self._drafts.pop(answering, None)
-        if draft is None and self._records.get(answering):
+        record = self._records.get(answering)
+        if draft is None and record is not None and record.delivered(text):
+            logger.info("discord: the reply to %s is on screen already; not sent again", answering)
+            return  # a restart's recovery sending what went out just before the crash
+        if draft is None and record is not None and record.finished is None:
             draft = Draft(self.outbox, target, "off", self._records)
         if draft is None:
             await self._post(target, text)

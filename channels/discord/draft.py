@@ -7,7 +7,7 @@ under the text while it runs. Text past 2,000 characters continues in further me
 exactly as a finished reply is, so fences stay whole. The reply itself (`finish`, from the channel's `send`) turns
 the draft into the answer: every message edited to its final part, extra ones deleted, so one reply is never two
 messages; a message that cannot be edited is sent anew and the stale one deleted. The message ids are recorded
-(`drafts.py`) so a restart's answer replaces a draft that a crash left behind.
+(`drafts.py`) so a restart's answer replaces a draft that a crash left behind, and a reply sent again is sent once.
 """
 
 from __future__ import annotations
@@ -72,7 +72,9 @@ class Draft:
         self._mode: StreamMode = mode
         self._records = records
         self._on_shown = on_shown
-        self._shown = [_Shown(ident, None) for ident in records.get(self._answering)]
+        record = records.get(self._answering)
+        drafted = record.messages if record is not None and record.finished is None else ()  # a crash's draft
+        self._shown = [_Shown(ident, None) for ident in drafted]
         self._text = ""
         self._new_message = False
         self._tools: dict[str, str] = {}
@@ -128,7 +130,7 @@ class Draft:
         async with self._lock:
             await anyio.sleep_until(self._next_edit)
             await self._show(text, final=True)
-            self._records.drop(self._answering)
+            self._records.finished(self._answering, self.messages, text)
 
     async def discard(self) -> None:
         """Take the draft down: the turn ended without a reply to put there."""
@@ -162,7 +164,7 @@ class Draft:
                 if number >= len(self._shown):
                     ident = await self._outbox.post_one(self._target, part, answering=number == 0)
                     self._shown.append(_Shown(ident, part))
-                    self._records.put(self._answering, self.messages)
+                    self._records.drafted(self._answering, self.messages)
                     self._on_shown()
                 elif self._shown[number].content != part:
                     await self._replace(number, part)
@@ -187,7 +189,7 @@ class Draft:
         ident = await self._outbox.post_one(self._target, part, answering=number == 0)
         await self._delete([shown])
         self._shown[number] = _Shown(ident, part)
-        self._records.put(self._answering, self.messages)
+        self._records.drafted(self._answering, self.messages)
 
     async def _delete(self, messages: list[_Shown]) -> None:
         for shown in messages:

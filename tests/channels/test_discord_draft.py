@@ -202,7 +202,23 @@ async def test_after_a_crash_the_recovered_answer_replaces_the_recorded_draft(fa
     (message,) = fake.in_channel(DM)
     assert message.content.startswith("I restarted") and not fake.deleted
     assert fake.edits_of(message.id) != []  # the draft itself became the answer
-    assert json.loads((tmp_path / "drafts.json").read_text()) == {}  # finished: nothing left to replace
+    (record,) = json.loads((tmp_path / "drafts.json").read_text()).values()
+    assert record["messages"] == [message.id] and record["finished"]
+
+
+async def test_a_reply_sent_again_after_a_crash_is_not_sent_twice_and_another_text_is_a_new_message(
+    fake: FakeDiscord, tmp_path: Path
+):
+    target = Target("discord", DM, OWNER, reply_to=ASKED)
+    async with connected(fake, tmp_path) as channel:
+        await stream(channel, target, [TextDelta("The answer"), 0.1, done("The answer.")])
+        await channel.send(target, "The answer.")
+    # killed after the reply went out, before the inbox crossed the message off: recovery sends the answer again
+    async with connected(fake, tmp_path) as restarted:
+        await restarted.send(target, "The answer.")
+        await restarted.send(target, "Something else went wrong.")
+
+    assert [sent.content for sent in fake.in_channel(DM)] == ["The answer.", "Something else went wrong."]
 
 
 async def test_mode_off_and_announcements_are_not_drafted(fake: FakeDiscord, tmp_path: Path):
