@@ -3,6 +3,7 @@ crashes, in the sandbox and without it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -248,6 +249,19 @@ async def test_undo_works_after_a_restart(make: Callable[..., MCPServer], worksp
         await call(client, "exec_undo", call_id=changed["change_id"])
     assert (workspace / "a.txt").read_text() == "hello\nworld\n" and not (workspace / "x").exists()
     assert (workspace / "outside-exec.txt").read_text() == "the owner's own edit\n"
+
+
+async def test_a_damaged_copy_is_reported_and_never_restored(
+    make: Callable[..., MCPServer], workspace: Path, state: Path
+) -> None:
+    async with Client(make()) as client:
+        await call(client, "exec", command="echo precious > keep.txt")
+        await call(client, "exec", command="rm keep.txt")
+        digest = hashlib.sha256(b"precious\n").hexdigest()
+        (state / "undo" / "blobs" / digest[:2] / digest).write_bytes(b"garbage\n")  # a power cut, unfsynced
+        undone = await call(client, "exec_undo")
+    assert undone["not_restored"] == ["keep.txt: its saved copy is damaged (lost in a crash of the machine?)"]
+    assert not (workspace / "keep.txt").exists()
 
 
 async def test_undo_state_is_private(make: Callable[..., MCPServer], state: Path) -> None:
