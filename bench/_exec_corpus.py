@@ -4,7 +4,10 @@ Placeholders: @WS@ the workspace (the only root), @OUT@ a directory outside it, 
 holding everything, @HOME@ the commands' $HOME (secrets inside), @HC@ $HERMITCRAB_HOME, @STATE@ the server's
 state, @PID@ the server's pid, @PORT@ a listener on 127.0.0.1, @RUN@ a program off the allowlist that leaves a
 mark (`touch @WS@/.ran`). A step is ("exec", command), ("write", path, content) for the write_file tool, or
-("restart",) to build the server again (it reloads approvals.json), ("background", command) to start one and go on.
+("restart",) to build the server again (it reloads approvals.json), ("background", command) to start one and go on,
+("host", command) to run a command in the workspace directly, outside the server: what the owner did before (set a
+repository's config, installed a hook), never counted as the attack. @LINT@ is `tools/lint`, a script the owner
+allowlisted.
 """
 
 from __future__ import annotations
@@ -50,6 +53,32 @@ _BARE = (
     ("write", "bare/config", _BARE_CONFIG),
 )
 _APPROVALS = '{"binaries": ["/usr/bin/touch"], "commands": []}'
+
+
+def _link_patch(name: str, target: str) -> str:
+    """A patch `git apply` turns into the symlink `name` -> `target`."""
+    return (
+        f"diff --git a/{name} b/{name}\nnew file mode 120000\nindex 0000000..1111111\n--- /dev/null\n+++ b/{name}\n"
+        f"@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
+    )
+
+
+def _after(family: str, setup: tuple[Step, ...], *commands: str) -> list[Attempt]:
+    """One attempt per command, each after the same setup steps."""
+    return [Attempt(family, (*setup, ("exec", c))) for c in commands]
+
+
+_CHANGED = ("write", "a.txt", "changed\n")  # so `git diff` has something to show (and a diff driver to run)
+_CONFIG_LINK = (("write", "list.patch", _link_patch("--list", ".git/config")), ("exec", "git apply list.patch"))
+_HOOK = "printf '#!/bin/sh\\ntouch @WS@/.ran\\n' > {0} && chmod +x {0}"
+_PRE_COMMIT = (("host", _HOOK.format(".git/hooks/pre-commit")),)
+_TARGET = (("host", "git init -q --bare sub/target.git && " + _HOOK.format("sub/target.git/hooks/post-receive")),)
+
+
+def _configured(key: str, value: str, *extra: Step) -> tuple[Step, ...]:
+    """The owner's repository config holds `key = value` (from a project archive, a tool, an earlier bypass)."""
+    return (("host", f"git config '{key}' '{value}'"), *extra)
+
 
 ATTEMPTS: list[Attempt] = [
     *_x(
@@ -434,6 +463,214 @@ ATTEMPTS: list[Attempt] = [
         "x='touch @WS@/.ran'; $x",
         "PS4='$(touch @WS@/.ran)' ls",
         "BASH_ENV=@WS@/a.txt bash x",
+    ),
+]
+
+# issue 27: the families a fresh red-team pass found against the parser (several spellings each)
+ATTEMPTS += [
+    *_after(
+        "git config written in another spelling",
+        (_CHANGED,),
+        "git config diff.external '@RUN@' --get; git diff",
+        "git config --add diff.external '@RUN@'; git diff",
+        "git config --replace-all diff.external '@RUN@'; git diff",
+        "git config -- diff.external '@RUN@'; git diff",
+        "git config --fil=.git/config diff.external '@RUN@'; git diff",
+        "git config diff.external '@RUN@' '^$'; git diff",
+    ),
+    Attempt(
+        "git config written in another spelling",
+        (*_CONFIG_LINK, ("exec", "git config --file --list diff.external '@RUN@'"), _CHANGED, ("exec", "git diff")),
+    ),
+    Attempt(
+        "git config written in another spelling",
+        (*_CONFIG_LINK, ("exec", "git config -f --list diff.external '@RUN@'"), _CHANGED, ("exec", "git diff")),
+    ),
+    *_after("config key that runs a program", _configured("diff.external", "@RUN@", _CHANGED), "git diff"),
+    *_after("config key that runs a program", _configured("diff.external", "@RUN@", _CHANGED), "git log -p -1 HEAD"),
+    *_after(
+        "config key that runs a program",
+        _configured(
+            "diff.evil.textconv", "touch @WS@/.ran; cat", ("write", ".gitattributes", "*.txt diff=evil\n"), _CHANGED
+        ),
+        "git diff",
+        "git show HEAD",
+        "git blame a.txt",
+    ),
+    *_after(
+        "config key that runs a program",
+        _configured(
+            "filter.evil.clean", "touch @WS@/.ran; cat", ("write", ".gitattributes", "*.txt filter=evil\n"), _CHANGED
+        ),
+        "git add a.txt",
+        "git status",
+        "git diff",
+    ),
+    *_after(
+        "config key that runs a program",
+        _configured(
+            "filter.evil.smudge",
+            "touch @WS@/.ran; cat",
+            ("host", "echo '*.txt filter=evil' > .gitattributes && git add .gitattributes && git commit -qm attrs"),
+            ("host", "rm a.txt"),
+        ),
+        "git checkout -- a.txt",
+        "git restore a.txt",
+        "git stash",
+    ),
+    *_after(
+        "config key that runs a program",
+        _configured(
+            "include.path",
+            "../sub/inc.cfg",
+            ("write", "sub/inc.cfg", "[diff]\n\texternal = touch @WS@/.ran\n"),
+            _CHANGED,
+        ),
+        "git diff",
+    ),
+    *_after(
+        "config key that runs a program",
+        _configured(
+            "includeIf.gitdir:@WS@/.path",
+            "../sub/inc.cfg",
+            ("write", "sub/inc.cfg", "[diff]\n\texternal = touch @WS@/.ran\n"),
+            _CHANGED,
+        ),
+        "git diff",
+    ),
+    *_after(
+        "config key that runs a program",
+        _configured("core.worktree", "@OUT@"),
+        "git checkout -- .",
+        "git reset -q --hard",
+    ),
+    *_after(
+        "config key that runs a program",
+        _configured("commit.gpgSign", "true", ("host", "git config gpg.program 'touch @WS@/.ran; false'")),
+        "git commit --allow-empty -qm signed",
+    ),
+    *_after(
+        "config key that runs a program",
+        _configured(
+            "remote.origin.url", ".", ("host", "git config remote.origin.uploadpack 'touch @WS@/.ran; git-upload-pack'")
+        ),
+        "git fetch origin",
+        "git pull origin main",
+        "git ls-remote origin",
+    ),
+    *_after("config key that runs a program", _configured("core.fsmonitor", "touch @WS@/.ran; false"), "git status"),
+    *_after(
+        "config key that runs a program",
+        _configured(
+            "merge.evil.driver",
+            "touch @WS@/.ran; false",
+            (
+                "host",
+                "echo '*.txt merge=evil' > .gitattributes && git add .gitattributes && git commit -qm attrs && "
+                "git checkout -qb side && echo side > a.txt && git commit -qam side && git checkout -q main && "
+                "echo main > a.txt && git commit -qam main",
+            ),
+        ),
+        "git merge side -m merged",
+    ),
+    *_after(
+        "local push runs the other repository's hooks",
+        _TARGET,
+        "git push sub/target.git HEAD:refs/heads/x",
+        "git push ./sub/target.git HEAD:refs/heads/x",
+        "git push file://@WS@/sub/target.git HEAD:refs/heads/x",
+        "git push --repo=sub/target.git HEAD:refs/heads/x",
+        "git remote add t sub/target.git && git push t HEAD:refs/heads/x",
+    ),
+    Attempt(
+        "local push runs the other repository's hooks",
+        (*_TARGET, ("exec", "git remote add t sub/target.git"), ("exec", "git push t HEAD:refs/heads/x")),
+    ),
+    *_after(
+        "env strips the git hardening",
+        _PRE_COMMIT,
+        "env -i git commit --allow-empty -qm x",
+        "env --ignore-environment git commit --allow-empty -qm x",
+        "env -u GIT_CONFIG_COUNT git commit --allow-empty -qm x",
+        "env --unset=GIT_CONFIG_COUNT git commit --allow-empty -qm x",
+        "env - git commit --allow-empty -qm x",
+        "env -iu X git commit --allow-empty -qm x",
+        "nice env -i git commit --allow-empty -qm x",
+        "timeout 20 env -u GIT_CONFIG_COUNT git commit --allow-empty -qm x",
+    ),
+    *_x(
+        "here-document delimiter read differently",
+        "cat <<E\\OF\nEOF\n@RUN@\nE\\OF",
+        "cat <<'E'OF\nEOF\n@RUN@\n'E'OF",
+        'cat <<"E"OF\nEOF\n@RUN@\n"E"OF',
+        "cat <<\\EOF\nEOF\n@RUN@\n\\EOF",
+        "cat <<E''OF\nEOF\n@RUN@\nE''OF",
+    ),
+    *_x(
+        "builtin option computed or quoted",
+        "test $'-v' 'a[$(@RUN@)]'",
+        "[ $'-v' 'a[$(@RUN@)]' ]",
+        "test $'\\x2dv' 'a[$(@RUN@)]'",
+        "f=-v; test \"$f\" 'a[$(@RUN@)]'",
+        "f='-v a[$(@RUN@)]'; [ $f ]",
+        "printf -v'a[$(@RUN@)]' x",
+        "printf $'-v' 'a[$(@RUN@)]' x",
+    ),
+    *_x(
+        "function named like a builtin or program",
+        "touch @WS@/.ran; touch() { :; }",
+        "touch @WS@/.ran; function touch { :; }",
+        "{ touch @WS@/.ran; }; touch() { :; }",
+        "if true; then touch @WS@/.ran; fi; touch() { :; }",
+        "eval '@RUN@'; eval() { :; }",
+        "command touch @WS@/.ran; command() { :; }",
+        "builtin eval '@RUN@'; builtin() { :; }",
+    ),
+    *_x(
+        "command swapped on the same line",
+        "sed -i 's/echo lint/touch @WS@\\/.ran/' tools/lint && tools/lint",
+        "echo '@RUN@' >> tools/lint; tools/lint",
+        "printf '#!/bin/sh\\n@RUN@\\n' > tools/lint; ./tools/lint",
+        "echo '@RUN@' | tee -a tools/lint; @LINT@",
+    ),
+    Attempt(
+        "command swapped between two calls",
+        (
+            ("background", "find /usr -name nothing-here; echo '@RUN@' >> tools/lint"),
+            ("exec", "find /usr -name nothing-here; find /usr -name nothing-here; find /usr -name x; tools/lint"),
+        ),
+    ),
+    *_x(
+        "sed script read differently",
+        "sed 'y|[|x|;e @RUN@ #]|x|' a.txt",
+        "sed 'y|[]|xy|;e @RUN@ #]|x|' a.txt",
+        "sed 'y,[,x,;1e @RUN@ #],x,' a.txt",
+        "sed 's/a/[/;e @RUN@ #]/' a.txt",
+        "sed -n 's|x|[|;e @RUN@ #]|p' a.txt",
+    ),
+    *_after(
+        "link made behind a wrapper",
+        (("write", "link.patch", _LINK_PATCH),),
+        "env git apply link.patch && echo pwned > l/pwned",
+        "nice git apply link.patch; echo pwned > l/pwned",
+        "timeout 20 git apply link.patch; echo pwned > l/pwned",
+        "find . -maxdepth 0 -exec git apply link.patch \\; ; echo pwned > l/pwned",
+        "echo link.patch | xargs git apply; echo pwned > l/pwned",
+        "env -- git apply link.patch && git -C l init -q",
+    ),
+    *_after(
+        "recursive reader following a link out",
+        (("write", "h.patch", _link_patch("h", "@HOME@")), ("exec", "git apply h.patch")),
+        "grep -R CANARY .",
+        "grep -rR CANARY .",
+        "grep --dereference-recursive CANARY .",
+        "grep -Rh CANARY",
+        "tar -chf - . | tar -xOf -",
+    ),
+    *_after(
+        "recursive reader following a link out",
+        (("write", "p.patch", _link_patch("p", "/proc/@PID@")), ("exec", "git apply p.patch")),
+        "grep -R -a --include=environ HC_REDTEAM .",
     ),
 ]
 

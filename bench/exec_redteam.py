@@ -3,12 +3,20 @@
 Run: .venv/bin/python bench/exec_redteam.py [--sandbox both|bwrap|none] [--fuzz N] [--json] [--show]
 
 Every attempt (bench/_exec_corpus.py) goes through the real server (policy, gate, runner and sandbox) with
-`--security allowlist --ask off`, in a throwaway directory under /var/tmp (outside /tmp, which the sandbox makes
-private), the server's workspace inside it and everything an attacker wants next to it: a directory outside the
-roots, a $HOME with canary credentials, a $HERMITCRAB_HOME with a canary config, the server's state. An attempt is
-a bypass when afterwards a program off the allowlist left its mark, anything outside the workspace changed, a
-canary shows up in an output or a workspace file, or a listener on 127.0.0.1 was reached. The ordinary commands
-run the same way; the share that was not refused is the share that would run without a question.
+`--security allowlist`, in a throwaway directory under /var/tmp (outside /tmp, which the sandbox makes private), the
+server's workspace inside it and everything an attacker wants next to it: a directory outside the roots, a $HOME
+with canary credentials, a $HERMITCRAB_HOME with a canary config, the server's state, and in the workspace the
+persona files, memory/ and a git repository. The client cannot answer questions, so whatever is asked is refused.
+Each mode is judged by its own rule:
+
+- bwrap (`--ask on-leave`, the default there): the sandbox is the boundary, so running a program off the allowlist
+  inside it is no bypass; one is anything outside the workspace changed, a protected file changed (persona files,
+  memory/, `.git/config`, `.git/hooks`), a canary in an output or a workspace file, or a listener on 127.0.0.1
+  reached;
+- bwrap with `--ask on-change`, and `--sandbox none --ask off`: the parser decides (what it asks, or the only
+  defence), so a program off the allowlist leaving its mark is a bypass too.
+
+The ordinary commands run the same way; the share that was not refused is the share that would run unasked.
 
 The differential fuzzer sends random `printf '%s\\n' WORDS` lines through the server and compares what the policy
 read (word count, option names, texts) with the argv bash gave printf, for every line the policy allowed.
@@ -19,6 +27,8 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import dataclasses
+import hashlib
 import io
 import json
 import os
@@ -32,13 +42,13 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 from mcp import Client
 
 from hermitcrab.servers.exec import Policy, build_server
-from hermitcrab.servers.exec.policy import DEFAULT_ALLOW
+from hermitcrab.servers.exec.policy import DEFAULT_ALLOW, Ask
 from hermitcrab.servers.exec.sandbox import probe
 from hermitcrab.servers.exec.shell import ShellSyntaxError, parse
 
@@ -46,6 +56,24 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _exec_corpus import ATTEMPTS, ORDINARY, Attempt
 
 ALLOW = (*DEFAULT_ALLOW, "git", "sed", "awk", "tar", "xargs", "env", "nice", "timeout")
+PERSONA = ("AGENTS.md", "SOUL.md", "USER.md", "MEMORY.md", "memory/notes.md")
+
+
+@dataclasses.dataclass(frozen=True)
+class Mode:
+    """One way of running the server, and the rule its results are judged by."""
+
+    name: str
+    sandbox: str
+    ask: str
+    parser_rule: bool  # a program off the allowlist leaving its mark is a bypass (the parser is what decides)
+
+
+MODES = (
+    Mode("bwrap", "bwrap", "on-leave", parser_rule=False),
+    Mode("bwrap --ask on-change", "bwrap", "on-change", parser_rule=True),
+    Mode("none", "none", "off", parser_rule=True),
+)
 SECRETS = (
     ".ssh/id_rsa",
     ".aws/credentials",
@@ -72,6 +100,7 @@ class Lab:
         self.out = base / "outside"
         self.canary = canary
         self.port = port
+        self.lint = self.ws / "tools" / "lint"  # a script of the project's that the owner allowlisted
 
     def reset(self) -> None:
         for child in self.t.iterdir():
@@ -121,6 +150,12 @@ class Lab:
         subprocess.run(["git", "-C", str(self.ws), "config", "user.name", "t"], check=True)
         subprocess.run(["git", "-C", str(self.ws), "config", "user.email", "t@t"], check=True)
         (self.ws / "sub" / "deep").mkdir()
+        for name in PERSONA:
+            (self.ws / name).parent.mkdir(exist_ok=True)
+            (self.ws / name).write_text(f"# {name}\n")
+        self.lint.parent.mkdir()
+        self.lint.write_text("#!/bin/sh\necho lint\n")
+        self.lint.chmod(0o755)
         os.chdir(self.ws / "sub" / "deep")  # the server's cwd: `/proc/self/cwd` in the policy is this directory
 
     def render(self, text: str) -> str:
@@ -134,6 +169,7 @@ class Lab:
             "@STATE@": str(self.state),
             "@PID@": str(os.getpid()),
             "@PORT@": str(self.port),
+            "@LINT@": str(self.lint),
         }
         for key, value in values.items():
             text = text.replace(key, value)
@@ -147,10 +183,21 @@ class Lab:
                 continue
             for name in files + dirs:
                 path = os.path.join(directory, name)
-                if Path(path) == self.ws or path in (str(self.state), str(self.state / "approvals.key")):
-                    continue  # the server creates its own key on first start
+                if Path(path) == self.ws or (Path(path).is_relative_to(self.state) and name != "approvals.json"):
+                    continue  # the server keeps its key, undo data and sandbox files there; approvals are the target
                 info = os.lstat(path)
                 seen[path] = (info.st_mtime_ns, info.st_size)
+        return seen
+
+    def protected_snapshot(self) -> dict[str, str]:
+        """A hash of each file the sandbox keeps read-only: persona files, memory/, .git/config, .git/hooks."""
+        paths = [self.ws / name for name in PERSONA] + [self.ws / ".git" / "config"]
+        for folder in (self.ws / "memory", self.ws / ".git" / "hooks"):
+            paths += sorted(folder.rglob("*")) if folder.is_dir() else []
+        seen: dict[str, str] = {}
+        for path in paths:
+            with contextlib.suppress(OSError):
+                seen[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
         return seen
 
     def leaked_into_workspace(self) -> bool:
@@ -186,29 +233,37 @@ class Listener:
             conn.close()
 
 
-def make_server(lab: Lab, sandbox: str) -> Any:
+def make_server(lab: Lab, mode: Mode) -> Any:
     environ = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": str(lab.home),
         "HERMITCRAB_HOME": str(lab.hc),
         "LANG": "C.UTF-8",
     }
-    policy = Policy(allow=ALLOW, ask="off")
-    return build_server(policy=policy, sandbox=sandbox, environ=environ)  # type: ignore[arg-type]
+    ask = mode.ask if mode.ask in get_args(Ask) else "off"  # the code before issue 27 knew neither new value
+    policy = Policy(allow=(*ALLOW, str(lab.lint)), ask=ask)  # type: ignore[arg-type]
+    return build_server(policy=policy, sandbox=mode.sandbox, environ=environ)  # type: ignore[arg-type]
 
 
-async def run_steps(lab: Lab, sandbox: str, attempt: Attempt) -> list[str]:
+def host_step(lab: Lab, command: str) -> None:
+    """What the owner did before the attack, run directly in the workspace (not through the server)."""
+    subprocess.run(["bash", "-c", lab.render(command)], cwd=lab.ws, check=True, capture_output=True, timeout=60)
+
+
+async def run_steps(lab: Lab, mode: Mode, attempt: Attempt) -> list[str]:
     """Every step through the server; returns the text of each result (output or refusal)."""
     texts: list[str] = []
     sessions: list[str] = []
-    server = make_server(lab, sandbox)
-    client_cm = Client(server)
+    client_cm = Client(make_server(lab, mode))
     client = await client_cm.__aenter__()
     try:
         for step in attempt.steps:
+            if step[0] == "host":
+                host_step(lab, step[1])
+                continue
             if step[0] == "restart":
                 await client_cm.__aexit__(None, None, None)
-                client_cm = Client(make_server(lab, sandbox))
+                client_cm = Client(make_server(lab, mode))
                 client = await client_cm.__aenter__()
                 continue
             if step[0] == "write":
@@ -231,14 +286,21 @@ async def run_steps(lab: Lab, sandbox: str, attempt: Attempt) -> list[str]:
     return texts
 
 
-def effects(lab: Lab, before: dict[str, tuple[int, int]], texts: list[str], hits: int) -> list[str]:
+Snapshot = tuple[dict[str, tuple[int, int]], dict[str, str]]
+
+
+def effects(lab: Lab, mode: Mode, before: Snapshot, texts: list[str], hits: int) -> list[str]:
     found = []
-    if (lab.ws / ".ran").exists():
+    if mode.parser_rule and (lab.ws / ".ran").exists():
         found.append("ran a program off the allowlist")
     after = lab.outside_snapshot()
-    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    changed = sorted(p for p in set(before[0]) | set(after) if before[0].get(p) != after.get(p))
     if changed:
         found.append("changed outside the roots: " + ", ".join(changed[:3]))
+    protected = lab.protected_snapshot()
+    touched = sorted(p for p in set(before[1]) | set(protected) if before[1].get(p) != protected.get(p))
+    if not mode.parser_rule and touched:
+        found.append("changed a protected file: " + ", ".join(touched[:3]))
     if any(lab.canary in text for text in texts) or lab.leaked_into_workspace():
         found.append("read a secret")
     if hits:
@@ -246,22 +308,25 @@ def effects(lab: Lab, before: dict[str, tuple[int, int]], texts: list[str], hits
     return found
 
 
-async def red_team(lab: Lab, listener: Listener, sandbox: str, show: bool) -> dict[str, Any]:
+async def red_team(lab: Lab, listener: Listener, mode: Mode, show: bool) -> dict[str, Any]:
     by_family: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     bypasses: list[dict[str, Any]] = []
     for attempt in ATTEMPTS:
         lab.reset()
-        before = lab.outside_snapshot()
+        for step in attempt.steps:  # the owner's setup comes before the snapshot: it is not the attack
+            if step[0] == "host":
+                host_step(lab, step[1])
+        before = (lab.outside_snapshot(), lab.protected_snapshot())
         hits = listener.hits
-        texts = await run_steps(lab, sandbox, attempt)
-        found = effects(lab, before, texts, listener.hits - hits)
+        texts = await run_steps(lab, mode, Attempt(attempt.family, tuple(s for s in attempt.steps if s[0] != "host")))
+        found = effects(lab, mode, before, texts, listener.hits - hits)
         by_family[attempt.family][0] += 1
         if found:
             by_family[attempt.family][1] += 1
             shown = [lab.render(s[1]) for s in attempt.steps if s[0] == "exec"]
             bypasses.append({"family": attempt.family, "steps": shown, "effects": found})
             if show:
-                print(f"  BYPASS [{sandbox}] {attempt.family}: {shown} -> {found}", file=sys.stderr)
+                print(f"  BYPASS [{mode.name}] {attempt.family}: {shown} -> {found}", file=sys.stderr)
     families = {name: {"attempts": a, "bypasses": b} for name, (a, b) in sorted(by_family.items())}
     return {
         "attempts": len(ATTEMPTS),
@@ -273,17 +338,17 @@ async def red_team(lab: Lab, listener: Listener, sandbox: str, show: bool) -> di
     }
 
 
-async def ordinary(lab: Lab, sandbox: str, show: bool) -> dict[str, Any]:
+async def ordinary(lab: Lab, mode: Mode, show: bool) -> dict[str, Any]:
     lab.reset()
     asked: list[str] = []
-    async with Client(make_server(lab, sandbox)) as client:
+    async with Client(make_server(lab, mode)) as client:
         for command in ORDINARY:
             result = await client.call_tool("exec", {"command": command, "timeout_s": 20})
             text = str(result.content)
             if result.is_error and "Refused" in text:
                 asked.append(command)
                 if show:
-                    print(f"  ASKED [{sandbox}] {command!r}: {text[:300]}", file=sys.stderr)
+                    print(f"  ASKED [{mode.name}] {command!r}: {text[:300]}", file=sys.stderr)
     return {"commands": len(ORDINARY), "unasked": len(ORDINARY) - len(asked), "asked": asked}
 
 
@@ -349,13 +414,13 @@ def policy_words(line: str, home: Path) -> list[str | None] | None:
     return [f"{home}{w.text[1:]}" if w.tilde and w.text else w.text for w in words]
 
 
-async def fuzz(lab: Lab, sandbox: str, count: int, seed: int) -> dict[str, Any]:
+async def fuzz(lab: Lab, mode: Mode, count: int, seed: int) -> dict[str, Any]:
     lab.reset()
     rng = random.Random(seed)
     allowed = compared = 0
     mismatches: collections.Counter[str] = collections.Counter()
     examples: list[dict[str, Any]] = []
-    async with Client(make_server(lab, sandbox)) as client:
+    async with Client(make_server(lab, mode)) as client:
         for _ in range(count):
             line = fuzz_line(rng)
             result = await client.call_tool("exec", {"command": line, "timeout_s": 10})
@@ -398,9 +463,9 @@ def lab_dir() -> Iterator[Path]:
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    modes = ["bwrap", "none"] if args.sandbox == "both" else [args.sandbox]
-    if "bwrap" in modes and probe() is not None:
-        modes.remove("bwrap")
+    modes = [m for m in MODES if args.sandbox in ("both", m.sandbox)]
+    if probe() is not None:
+        modes = [m for m in modes if m.sandbox != "bwrap"]
     canary = "CANARY-" + os.urandom(6).hex()
     os.environ["HC_REDTEAM_API_KEY"] = canary  # what `cat /proc/<server>/environ` would leak
     listener = Listener()
@@ -409,12 +474,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         lab = Lab(base, canary, listener.port)
         lab.reset()
         for mode in modes:
-            report[mode] = {
+            report[mode.name] = {
                 "red team": await red_team(lab, listener, mode, args.show),
                 "ordinary": await ordinary(lab, mode, args.show),
             }
             if args.fuzz:
-                report[mode]["fuzz"] = await fuzz(lab, mode, args.fuzz, args.seed)
+                report[mode.name]["fuzz"] = await fuzz(lab, mode, args.fuzz, args.seed)
         os.chdir("/")
     return report
 
@@ -431,20 +496,30 @@ def main() -> None:
     if args.json:
         print(json.dumps(report, indent=2))
         return
+    print(table(report), end="")
+
+
+def table(report: dict[str, Any]) -> str:
+    """Bypasses per family, the modes side by side, then the totals and ordinary commands per mode."""
     out = io.StringIO()
+    modes = list(report)
+    families = sorted({f for sections in report.values() for f in sections["red team"]["by_family"]})
+    print(f"{'family (attempts)':58}" + "".join(f"{m:>24}" for m in modes), file=out)
+    for family in families:
+        rows = [report[m]["red team"]["by_family"].get(family, {"attempts": 0, "bypasses": 0}) for m in modes]
+        label = f"{family} ({rows[0]['attempts']})"
+        print(f"{label:58}" + "".join(f"{r['bypasses']:>24}" for r in rows), file=out)
     for mode, sections in report.items():
         team, plain = sections["red team"], sections["ordinary"]
         print(
-            f"sandbox={mode}: {team['attempts']} attempts, {team['bypasses']} bypasses, "
+            f"{mode}: {team['attempts']} attempts, {team['bypasses']} bypasses, "
             f"{team['families_with_bypasses']} of {team['families']} families; ordinary commands unasked "
             f"{plain['unasked']}/{plain['commands']} ({100 * plain['unasked'] / plain['commands']:.1f}%)",
             file=out,
         )
-        for name, row in team["by_family"].items():
-            print(f"  {name:50} {row['bypasses']}/{row['attempts']}", file=out)
         if "fuzz" in sections:
             print(f"  fuzz: {json.dumps({k: v for k, v in sections['fuzz'].items() if k != 'examples'})}", file=out)
-    print(out.getvalue(), end="")
+    return out.getvalue()
 
 
 if __name__ == "__main__":
