@@ -21,6 +21,7 @@ from mcp import Client, StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 
 from hermitcrab.servers.exec import Policy, build_server
+from hermitcrab.servers.exec.__main__ import config_from_args, parser
 from hermitcrab.servers.exec.changes import UndoLimits
 from hermitcrab.servers.exec.sandbox import probe
 from tests.servers.exec.conftest import alive_with
@@ -352,3 +353,9 @@ async def test_a_crash_mid_call_corrupts_nothing_and_undo_still_works(workspace:
     finally:
         for leftover in alive_with(marker):
             os.kill(leftover, signal.SIGKILL)
+
+
+def test_the_undo_flags_become_the_server_config() -> None:
+    assert config_from_args(parser().parse_args([]))["undo"] == UndoLimits()
+    limited = config_from_args(parser().parse_args(["--undo-keep", "5", "--undo-mb", "0"]))["undo"]
+    assert limited == UndoLimits(keep=5, mb=0) and not limited.on
