@@ -109,6 +109,8 @@ class Finishing:
             ended.wait()
             try:
                 self.record = log.finish(call)
+            except OSError as exc:  # a full disk: the next call's walk sees the change, unattributed
+                logger.warning("undo could not record what a command changed: %s", exc)
             finally:
                 self.done.set()
 
