@@ -192,6 +192,8 @@ class ChangeLog:
             except TooManyEntries as exc:
                 self._give_up(str(exc))
                 return None
+            finally:  # even when the walk fails (a full disk): pending.json keeps it, for the next start
+                self._open.pop(call.id, None)
             record = None
             changes = _diff(call.before, after)
             if changes:
@@ -200,7 +202,6 @@ class ChangeLog:
                 del self.records[: max(0, len(self.records) - self.limits.keep)]
                 self._save_log()
             self._adopt(after, call.scope)
-            del self._open[call.id]
             self._save_pending()
             if changes:
                 self.blobs.prune(self._referenced())
