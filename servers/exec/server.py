@@ -66,7 +66,8 @@ INSTRUCTIONS = """\
 Run shell commands and edit files inside the user's workspace. Commands run through bash, in a sandbox where
 bubblewrap works; what the server may not run on its own is asked about (the exec tool says what) or refused
 with the reason. Prefer read_file/write_file/edit_file/list_dir for files. Long-running commands move to the background
-and are managed with the `process` tool."""
+and are managed with the `process` tool. What commands and file tools change in the workspace can be undone:
+exec_changes lists each call's changes, exec_undo puts a call's files back as they were."""
 
 
 def build_server(
