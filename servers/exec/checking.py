@@ -78,16 +78,22 @@ class CheckWorker:
         self, command: str, workdir: Path, env: Mapping[str, str] | None, approved: Iterable[str], running: list[str]
     ) -> Verdict:
         async with self._lock:
-            connection = await anyio.to_thread.run_sync(self._started)
-            try:
-                connection.send((command, workdir, dict(env or {}), frozenset(approved), running))
-                answered = await anyio.to_thread.run_sync(connection.poll, self.budget_s)
-                result: Verdict | str = connection.recv() if answered else TOO_COMPLEX.format(budget=self.budget_s)
-            except (EOFError, OSError) as exc:  # the worker died mid-check (killed, out of memory)
-                answered, result = False, f"the policy check stopped ({type(exc).__name__}); try a simpler command"
-            if not answered:
-                await anyio.to_thread.run_sync(self.stop)
-            return result if isinstance(result, Verdict) else Verdict(refusal=result)
+            # Shielded: a call cancelled mid-check must not leave its answer in the pipe for the next line to read.
+            # The budget bounds the wait.
+            with anyio.CancelScope(shield=True):
+                return await self._exchange((command, workdir, dict(env or {}), frozenset(approved), running))
+
+    async def _exchange(self, request: tuple[object, ...]) -> Verdict:
+        connection = await anyio.to_thread.run_sync(self._started)
+        try:
+            connection.send(request)
+            answered = await anyio.to_thread.run_sync(connection.poll, self.budget_s)
+            result: Verdict | str = connection.recv() if answered else TOO_COMPLEX.format(budget=self.budget_s)
+        except (EOFError, OSError) as exc:  # the worker died mid-check (killed, out of memory)
+            answered, result = False, f"the policy check stopped ({type(exc).__name__}); try a simpler command"
+        if not answered:
+            await anyio.to_thread.run_sync(self.stop)
+        return result if isinstance(result, Verdict) else Verdict(refusal=result)
 
     def stop(self) -> None:
         """Kill the worker (a new one starts at the next check)."""

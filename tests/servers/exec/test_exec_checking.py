@@ -3,6 +3,7 @@ while it runs."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -11,11 +12,13 @@ import pytest
 from mcp import Client
 
 from hermitcrab.servers.exec import Policy, build_server
+from hermitcrab.servers.exec.checking import CheckWorker, Judge
+from hermitcrab.servers.exec.policy import Checker
 from hermitcrab.servers.exec.shell import MAX_LENGTH
 
 pytestmark = pytest.mark.anyio
 # Checking this takes ~0.6 s on an idle core (each `$(ls)` is a command of its own), three times the budget below.
-SLOW_LINE = ("echo " + "$(ls) " * MAX_LENGTH)[:MAX_LENGTH]
+SLOW_LINE = "echo " + "$(ls) " * ((MAX_LENGTH - 5) // 6) + "abc"  # exactly MAX_LENGTH (20,000), and allowed
 
 
 async def test_a_line_over_the_budget_is_refused_while_other_tools_answer(workspace: Path, state: Path) -> None:
@@ -44,3 +47,19 @@ async def test_a_line_over_the_budget_is_refused_while_other_tools_answer(worksp
     assert finished == ["list_dir", "exec"]  # a check on the event loop would have held list_dir until it ended
     assert elapsed < 2, "the issue's bound; the budget is 0.2 s, the rest is a generous margin for a loaded machine"
     assert not after.is_error and "checked again" in after.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_check_whose_call_was_cancelled_never_answers_the_next_line(workspace: Path) -> None:
+    allow = Policy(allow=("echo", "ls"))
+    checker = Checker(allow, [workspace], sandboxed=False, search_path=os.environ["PATH"], home="/nonexistent")
+    worker = CheckWorker(Judge(checker, "on-miss", "allowlist"), budget_s=10)
+    try:
+        await worker.verdict("echo warm", workspace, None, (), [])  # started: the line below is sent at once
+        with anyio.move_on_after(0.05):  # the caller gives up while the allowed slow line is being checked
+            await worker.verdict(SLOW_LINE, workspace, None, (), [])
+        later = await worker.verdict("touch x", workspace, None, (), [])
+    finally:
+        worker.stop()
+
+    assert len(SLOW_LINE) == MAX_LENGTH and checker.check(SLOW_LINE, workspace).allowed  # a stale answer would pass
+    assert not later.allowed and "touch" in later.misses[0].reason
