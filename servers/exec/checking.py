@@ -80,8 +80,10 @@ class CheckWorker:
         async with self._lock:
             # Shielded: a call cancelled mid-check must not leave its answer in the pipe for the next line to read.
             # The budget bounds the wait.
+            verdict = Verdict(refusal="the policy check was interrupted; try again")  # fail closed, whatever stops it
             with anyio.CancelScope(shield=True):
-                return await self._exchange((command, workdir, dict(env or {}), frozenset(approved), running))
+                verdict = await self._exchange((command, workdir, dict(env or {}), frozenset(approved), running))
+        return verdict
 
     async def _exchange(self, request: tuple[object, ...]) -> Verdict:
         connection = await anyio.to_thread.run_sync(self._started)
