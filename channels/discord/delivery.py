@@ -62,8 +62,7 @@ class Outbox:
         conversation = target.conversation
         if (problem := conversation_problem(conversation)) is not None:
             raise NotAChannel(problem)
-        notices = self._undelivered.get(conversation, [])
-        parts = split_message("\n".join(f"({notice})" for notice in notices) + "\n\n" + text if notices else text)
+        parts = split_message(self.noted(conversation, text))
         interaction = self._interactions.pop(target.reply_to or "", None)
         part = _Part(self.client.get_partial_messageable(int(conversation)), _reference(target), interaction)
         sent: discord.Message | None = None
@@ -71,14 +70,27 @@ class Outbox:
             try:
                 sent = await _send(part, text_part, view if number == len(parts) else None)
             except DeliveryFailed as failure:
-                note = f"a reply could not be delivered here ({failure}); part {number} of {len(parts)} is missing"
-                self._undelivered.setdefault(conversation, []).append(note)
-                logger.error("discord: reply to %s not delivered: %s", conversation, failure)
+                self.lost(conversation, f"{failure}; part {number} of {len(parts)} is missing")
                 raise
             if number == 1:
-                self._undelivered.pop(conversation, None)
+                self.told(conversation)
                 part = _Part(part.channel, None, None)
         return sent
+
+    def noted(self, conversation: str, text: str) -> str:
+        """`text` headed by a note of each reply that could not be delivered to the conversation since the last one
+        that was."""
+        notices = self._undelivered.get(conversation, [])
+        return "\n".join(f"({notice})" for notice in notices) + "\n\n" + text if notices else text
+
+    def lost(self, conversation: str, why: str) -> None:
+        """A reply to the conversation was not delivered: the next one says so."""
+        self._undelivered.setdefault(conversation, []).append(f"a reply could not be delivered here ({why})")
+        logger.error("discord: reply to %s not delivered: %s", conversation, why)
+
+    def told(self, conversation: str) -> None:
+        """A reply headed by the notes went out: they are said."""
+        self._undelivered.pop(conversation, None)
 
     async def post_one(self, target: Target, text: str, *, answering: bool) -> str:
         """Send one message (answering the triggering message when `answering`); its id once Discord confirmed it."""

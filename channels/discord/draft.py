@@ -127,9 +127,15 @@ class Draft:
         """Make the draft the reply `text` (no sooner than a second after the last edit); DeliveryFailed when a part
         could be neither edited nor sent."""
         self._close()
+        conversation = self._target.conversation
         async with self._lock:
             await anyio.sleep_until(self._next_edit)
-            await self._show(text, final=True)
+            try:
+                await self._show(self._outbox.noted(conversation, text), final=True)
+            except DeliveryFailed as failure:
+                self._outbox.lost(conversation, str(failure))
+                raise
+            self._outbox.told(conversation)
             self._records.finished(self._answering, self.messages, text)
 
     async def discard(self) -> None:

@@ -17,6 +17,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from hermitcrab.channels.discord import Access, DiscordChannel, point_at
+from hermitcrab.channels.discord.delivery import DeliveryFailed
 from hermitcrab.channels.discord.draft import StreamMode
 from hermitcrab.channels.discord.split import split_message
 from hermitcrab.channels.pairing import PairingStore
@@ -227,3 +228,21 @@ async def test_mode_off_and_announcements_are_not_drafted(fake: FakeDiscord, tmp
     async with connected(fake, tmp_path) as channel:
         assert channel.listener(Target("discord", DM, OWNER)) is None  # a cron job's or heartbeat's delivery
         assert channel.listener(Target("discord", DM, OWNER, reply_to="interaction:1")) is None
+
+
+async def test_a_reply_whose_draft_can_be_neither_edited_nor_sent_is_not_claimed_and_the_next_one_says_so(
+    fake: FakeDiscord, tmp_path: Path
+):
+    target = Target("discord", DM, OWNER, reply_to=ASKED)
+    async with connected(fake, tmp_path) as channel:
+        await stream(channel, target, [TextDelta("The first words"), 0.2, done("The whole answer.")])
+        await until(lambda: len(fake.in_channel(DM)) == 1, "no draft")
+        fake.fail_edits(404)
+        fake.fail_sends(403, 403, 403)  # every try of the send that stands in for the edit
+        with pytest.raises(DeliveryFailed, match="missing permission"):
+            await channel.send(target, "The whole answer.")
+        await channel.send(Target("discord", DM, OWNER), "Next.")
+
+    assert [sent.content for sent in fake.in_channel(DM)][-1].startswith(
+        "(a reply could not be delivered here (missing permission"
+    )
