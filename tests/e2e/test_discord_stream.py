@@ -3,6 +3,7 @@ and the scripted LLM streaming its answer word by word."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -62,6 +63,7 @@ def test_the_draft_appears_before_the_model_finishes_is_edited_and_ends_as_the_a
     assert message.at < llm.streamed_at[-1]  # the draft was there while the model was still writing
     assert len(edits) >= 2 and all(ANSWER.startswith(edit.content) for edit in edits)
     assert edits[-1].content == ANSWER and discord_api.limited == 0 and discord_api.deleted == []
+    assert all(b.at - a.at > 0.9 for a, b in itertools.pairwise(edits))  # at most once a second (0.1 s to spare)
 
 
 def test_a_5000_character_streamed_answer_with_a_code_block_ends_as_three_messages_with_fences_intact(
