@@ -57,6 +57,8 @@ PAIRING_TEXT = (
 TYPING_EVERY_S = 8.0
 TYPING_MAX_S = 600.0
 SEEN_MESSAGES = 2000
+LIVE_DRAFTS = 100
+"""Drafts kept for their reply at most; only those whose reply never came (a silent turn, a failed delivery) pile up."""
 RECONNECT_S = 5.0
 LOGIN_BACKOFF = Backoff(attempts=None, first_s=1.0, max_s=60.0)
 TOKEN_HELP = "check [discord] token or DISCORD_TOKEN"
@@ -221,7 +223,7 @@ class DiscordChannel:
         conversation = target.conversation
         draft = Draft(self.outbox, target, mode, self._records, on_shown=lambda: self._stop_typing(conversation))
         self._drafts[answering] = draft
-        while len(self._drafts) > SEEN_MESSAGES:  # drafts whose reply never came (a delivery that failed)
+        while len(self._drafts) > LIVE_DRAFTS:
             del self._drafts[next(iter(self._drafts))]
         self._group.start_soon(_logged, f"drafting in {conversation}", draft.run)
         return draft.on_event
