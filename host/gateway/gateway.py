@@ -123,7 +123,7 @@ class Gateway:
         if self._remembered(event) and self.last_target is not None:
             self.last_target.remember(event.target)
         command = find_command(event.text) if event.kind == "message" else None
-        async with self._stream(event.target) as stream:
+        async with self._stream(event) as stream:
             reply = await command(self.agent, event) if command is not None else await self._turn(event, stream)
             await stream.settle()  # a channel's draft holds all the turn said before the reply comes to finish it
             if reply and deliver and event.deliver and not (event.kind == "heartbeat" and is_heartbeat_ok(reply)):
@@ -134,11 +134,14 @@ class Gateway:
         await _done(event, True)
         return reply
 
-    def _stream(self, target: Target) -> TurnStream:
-        """The events of one turn answering `target`, for its channel if it streams there (`Streams`); the one place
-        a hook or a web UI would subscribe too."""
-        channel = self.channels.get(target.channel)
-        listener = channel.listener(target) if isinstance(channel, Streams) else None
+    def _stream(self, event: Event) -> TurnStream:
+        """The events of the turn for `event`, for its channel if it streams there (`Streams`); the one place a hook
+        or a web UI would subscribe too. A heartbeat's turn is not shown: its reply is mostly HEARTBEAT_OK, which is
+        never delivered."""
+        channel = self.channels.get(event.target.channel)
+        if not isinstance(channel, Streams) or event.kind == "heartbeat":
+            return TurnStream()
+        listener = channel.listener(event.target)
         return TurnStream([listener] if listener is not None else [])
 
     async def _turn(self, event: Event, stream: TurnStream) -> str | None:

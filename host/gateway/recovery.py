@@ -15,7 +15,8 @@ import anyio
 
 from ..events import Event, WaitsReady
 from ..text import shorten
-from ..turn.loop import SILENT_REPLIES, progress
+from ..turn.loop import progress
+from ..turn.silence import SILENT_REPLIES
 from .gateway import Gateway
 
 logger = logging.getLogger(__name__)

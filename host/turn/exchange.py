@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ContextOverflowError, StreamCutError
-from ..events import MessageDone, TextDelta
+from ..events import MessageDone
 from ..providers.base import Completion, Message, Provider, ToolSpec, Usage
 from ..session.transcript import Transcript
 from ..text import cut_middle
+from .silence import Unsilenced
 from .stream import TurnStream
 from .tool_calls import Toolbox, run_tools
 
@@ -44,6 +45,9 @@ class Exchange:
     calls: int = 0
     context_chars: int = 0
 
+    def __post_init__(self) -> None:
+        self._text = Unsilenced(self.stream)
+
     async def run(self, messages: list[Message]) -> str | None:
         """Loop until the model answers without tool calls; its answer, or None once `max_calls` were made.
 
@@ -59,6 +63,7 @@ class Exchange:
             answer = completion.message
             self.transcript.append_answer(completion, **self.marks)
             messages.append(answer)
+            self._text.end(answer.content)
             self.stream.emit(MessageDone(answer.content, len(answer.tool_calls)))
             if not answer.tool_calls:
                 return answer.content
@@ -82,11 +87,11 @@ class Exchange:
             return await self._call(messages, specs)
         except StreamCutError as cut:
             notice = f"\n\n({cut}; this answer is incomplete)"
-            self.stream.emit(TextDelta(notice))
+            self._text.add(notice)
             return Completion(Message("assistant", cut.said + notice), provider=self.provider.label)
 
     async def _call(self, messages: list[Message], specs: list[ToolSpec]) -> Completion:
-        on_delta = self._tell if self.stream.listening else None
+        on_delta = self._text.add if self.stream.listening else None
         try:
             return await self.provider.complete(self.system, messages, specs, on_delta)
         except ContextOverflowError:
@@ -94,6 +99,3 @@ class Exchange:
                 raise
             messages[:] = await self.recover(messages)
             return await self.provider.complete(self.system, messages, specs, on_delta)
-
-    def _tell(self, text: str) -> None:
-        self.stream.emit(TextDelta(text))

@@ -15,12 +15,11 @@ from .context import ContextKeeper
 from .exchange import Exchange
 from .failures import failure_text
 from .flush import FlushTarget
+from .silence import is_silent
 from .stream import TurnStream
 from .tool_calls import Toolbox
 
 logger = logging.getLogger(__name__)
-
-SILENT_REPLIES = frozenset({"NO_REPLY"})
 
 
 def progress(session: Session, inbound: str) -> list[dict[str, Any]] | None:
@@ -91,5 +90,5 @@ async def run_turn(
     except ContextOverflowError as exc:
         logger.warning("session %s still overflows after compacting", session.key, exc_info=True)
         reply = failure_text(exc)
-    reply = keeper.annotate("" if reply.strip() in SILENT_REPLIES else reply)
+    reply = keeper.annotate("" if is_silent(reply) else reply)
     return TurnResult(reply or None, exchange.usage, exchange.calls, exchange.context_chars)

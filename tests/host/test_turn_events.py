@@ -148,3 +148,21 @@ async def test_a_compaction_mid_turn_is_told_with_the_sizes_before_and_after(tmp
     compactions = [e for e in heard if isinstance(e, Compaction)]
     assert compactions and all(e.after_chars < e.before_chars for e in compactions)
     assert sum(isinstance(e, ToolFinished) and e.ok for e in heard) == 14
+
+
+async def test_a_heartbeats_turn_is_not_streamed(tmp_path: Path):
+    channel = StreamingChannel()
+    provider = ScriptedProvider().say("Nothing needs attention. HEARTBEAT_OK")
+    gateway = Gateway(agent(tmp_path, provider), {"test": channel}, ask_timeout_s=5)
+
+    reply = await gateway.process(Event("heartbeat", "check", ROOM, principal=OWNER))
+
+    assert reply == "Nothing needs attention. HEARTBEAT_OK" and channel.events == [] and channel.texts == []
+
+
+async def test_a_silent_reply_streams_nothing_and_is_not_delivered(tmp_path: Path):
+    channel = StreamingChannel()
+    gateway = Gateway(agent(tmp_path, ScriptedProvider().say("NO_REPLY")), {"test": channel}, ask_timeout_s=5)
+
+    assert await gateway.process(Event("message", "ok, thanks", ROOM, principal=OWNER)) is None
+    assert not any(isinstance(event, TextDelta) for event in channel.events) and channel.texts == []
