@@ -194,6 +194,16 @@ BYPASSES = [
     "date 010100002030",
     "file -C -m x",
     "tree -R",
+    # issue 27: git config writes in other spellings, options of builtins after expansion, here-doc delimiters
+    "git config core.pager x --get",
+    "git config --file --list core.pager x",
+    "git config --fil=.git/config core.pager x",
+    "test $'-v' 'a[$(rm x)]'",
+    "printf -v'a[$(rm x)]' x",
+    "f=-v; [ \"$f\" 'a[$(rm x)]' ]",
+    "cat <<E\\OF\nEOF\nrm x\nE\\OF",
+    "rm x; rm() { :; }",
+    "ls; ls() { :; }",
     # process multiplication (as root, RLIMIT_NPROC does not apply)
     "f(){ f|f& }; f",
     "f(){ g; }; g(){ f; }; f",
@@ -236,6 +246,9 @@ ALLOWED = [
     "LC_ALL=C ls && LANG=en_US.UTF-8 ls",
     "ls & ls",
     "echo $'\\t' \"$x\"",
+    '[ -f "$f" ] && [ "$a" = "$b" ] && [ "$x" ]',
+    "printf '%s\\n' \"$x\" $y",
+    "git config --get user.name && git config user.email && git config --list",
 ]
 
 
@@ -504,6 +517,10 @@ def test_git_may_not_write_a_repository_reaching_outside_the_roots(tmp_path: Pat
         ("sed -n 's/a/b/p' a.txt", True),
         ("sed 's/a/b/w out' a.txt", False),
         ("sed '1e rm x' a.txt", False),
+        ("sed -n 's/[/]/X/p;/[[:alpha:]/]/d' a.txt", True),  # in a regex the delimiter is literal in brackets
+        ("sed 'y|[|x|;e rm x #]|x|' a.txt", False),  # ...but not in a `y` or a replacement
+        ("sed 's/a/[/;e rm x #]/' a.txt", False),
+        ("sed 's/[/x/' a.txt", False),  # an unclosed bracket: the scanner cannot read it to its end
         ("sed -i.bak 's/a/b/' a.txt", True),
         ("find . -name '*.py' -newermt 2020-01-01 -print0", True),
         ("find . -fls out", False),
