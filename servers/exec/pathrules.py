@@ -140,7 +140,9 @@ class PathRules:
         to a credential (a link an earlier call made to ~ or /proc is read like any file)."""
         if self.sandboxed or not follows_links(base, args):
             return None
-        starts = [w.text for w in args if w.text and not w.text.startswith("-")] or ["."]
+        starts = [w.text for w in args if w.text and not w.text.startswith("-")]
+        if base in _SEARCHERS and len(starts) <= 1:
+            starts.append(".")  # `grep -R PATTERN` (or `-e PATTERN` and no file) searches the working directory
         seen: set[str] = set()
         budget = [_MAX_LINK_WALK]
         for cwd in cwds:
@@ -228,6 +230,9 @@ _FOLLOWING = {
     "cp": ("-L", "--dereference"),
     "rsync": ("-L", "--copy-links"),
 }
+
+
+_SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg"})
 
 
 def follows_links(base: str, args: Sequence[Word]) -> bool:

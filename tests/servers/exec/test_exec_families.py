@@ -152,6 +152,7 @@ REFUSED = [
         "link",
     ),
     ("recursive reader follows a link", link_to_home, f"grep -R {CANARY} .", "follows the symlink"),
+    ("recursive reader follows a link", link_to_home, f"grep -Rn {CANARY}", "follows the symlink"),
     ("recursive reader follows a link", link_to_proc, "grep -R -a --include=environ PATH .", "follows the symlink"),
     ("xargs -P", nothing, "ls | xargs -P 0 -n 1 echo", "at once"),
     ("xargs -P", nothing, "ls | xargs --max-procs=200 -n 1 echo", "at once"),
