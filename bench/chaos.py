@@ -8,8 +8,9 @@ the same state and checked (tests/e2e/test_chaos.py runs one per part). Prints t
 - cron: five jobs every second and one falling due while the server is down -> no run queued twice, the overdue
   job run exactly once;
 - spawn: runs finishing -> every run announced exactly once, no process of a run outliving the server;
-- messages: `hermitcrab run` answering the owner's Discord DMs (the real discord.py client, a fake Discord), killed
-  0-1.5 s after each DM and started again -> every DM answered exactly once (its answer, or the restart notice).
+- messages: `hermitcrab run` answering the owner's Discord DMs (the real discord.py client, a fake Discord) with
+  streamed replies, killed 0-1.5 s after each DM and started again -> every DM answered by exactly one message, and
+  finished (its answer, or the restart notice), never a draft left behind.
 
 Run: .venv/bin/python bench/chaos.py [--trials 100] [--parts host,memory,exec,cron,spawn,messages] [--embedder none]
 """

@@ -25,7 +25,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from hermitcrab.host.session.transcript import SessionStore
-from tests.support.discord_host import start_run
+from tests.support.discord_host import STREAMED, start_run
 from tests.support.fake_discord import OWNER, running_fake_discord
 from tests.support.fake_llm import FakeLLM, Reply, openai_text, openai_tool_calls
 from tests.support.spawn import FAKE_CLI
@@ -333,7 +333,8 @@ def _host_failures(home: Path, kept: list[str], before: list[str]) -> list[str]:
 
 
 def messages_trial_for(llm: FakeLLM, kills: int = 3) -> Trial:
-    """`kills` DMs, each with `run` killed 0-1.5 s after it was sent and started again; each must get one reply."""
+    """`kills` DMs, each with `run` killed 0-1.5 s after it was sent and started again; each must get one reply,
+    streamed (the kill often comes while its draft is on screen) and finished: the answer or the restart notice."""
 
     async def trial(base: Path, rng: random.Random) -> list[str]:
         return await anyio.to_thread.run_sync(_messages_trial, base, rng, llm, kills)
@@ -347,22 +348,33 @@ def _messages_trial(base: Path, rng: random.Random, llm: FakeLLM, kills: int) ->
     (home / "config.toml").write_text(f'[heartbeat]\nevery_minutes = 0\n\n[discord]\nowners = ["{OWNER}"]\n')
     llm.script.clear()
     with running_fake_discord() as discord:
-        run = start_run(home, llm, discord, base / "run-0.log")
+        run = start_run(home, llm, discord, base / "run-0.log", env=STREAMED)
         messages: list[str] = []
         try:
             for kill in range(kills):
                 slow = rng.uniform(0.2, 1.0)
-                llm.enqueue(*(Reply(openai_text(f"answer {kill}.{n}"), delay_s=slow) for n in range(2)))
+                answer = f"answer {kill}: " + " ".join(["word"] * 20) + " done."
+                llm.enqueue(*(Reply(openai_text(answer), delay_s=slow, event_delay_s=0.03) for _ in range(2)))
                 messages.append(discord.user_says(OWNER, f"question {kill}"))
                 time.sleep(rng.uniform(0.0, 1.5))  # before, during or after the model's answer and its delivery
                 run.kill()
-                run = start_run(home, llm, discord, base / f"run-{kill + 1}.log")
+                run = start_run(home, llm, discord, base / f"run-{kill + 1}.log", env=STREAMED)
+
+            def answered(message: str) -> bool:
+                shown = discord.replies_to(message)
+                return bool(shown) and all(_whole(sent.content) for sent in shown)
+
             deadline = time.monotonic() + 30
-            while not all(discord.replies_to(m) for m in messages) and time.monotonic() < deadline:
+            while not all(map(answered, messages)) and time.monotonic() < deadline:
                 time.sleep(0.05)
             time.sleep(1.0)  # a second reply to any of them would have come by now
         finally:
             run.kill()
-        counts = [len(discord.replies_to(message)) for message in messages]
+        said = [[sent.content for sent in discord.replies_to(message)] for message in messages]
     llm.script.clear()
-    return [f"message {n} answered {count} times" for n, count in enumerate(counts) if count != 1]
+    return [f"message {n} answered {shown}" for n, shown in enumerate(said) if len(shown) != 1 or not _whole(shown[0])]
+
+
+def _whole(reply: str) -> bool:
+    """A finished reply: the answer or the restart notice, never a draft left half written."""
+    return reply.endswith(" done.") or reply.startswith("I restarted")
