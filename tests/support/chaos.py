@@ -190,7 +190,6 @@ async def memory_trial(base: Path, rng: random.Random, embedder: str = "none") -
 async def cron_trial(base: Path, rng: random.Random) -> list[str]:
     state = base / "state"
     kill_after = rng.uniform(0.5, 2.5)
-    overdue_at = datetime.now(UTC) + timedelta(seconds=kill_after + 1.5)
     async with server("hermitcrab.servers.cron", "--state", str(state), "--min-interval-s", "0") as (client, pid):
         for number in range(5):
             job = {
@@ -199,6 +198,7 @@ async def cron_trial(base: Path, rng: random.Random) -> list[str]:
                 "payload": {"kind": "system_event", "text": f"tick {number}"},
             }
             _structured(await client.call_tool("cron_add", {"job": job}))
+        overdue_at = datetime.now(UTC) + timedelta(seconds=kill_after + 1.5)  # from now: a slow start must not pass it
         at = {"kind": "at", "at": overdue_at.isoformat()}
         overdue = {"name": "overdue", "schedule": at, "payload": {"kind": "system_event", "text": "due while down"}}
         _structured(await client.call_tool("cron_add", {"job": overdue}))
