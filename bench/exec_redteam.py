@@ -40,6 +40,7 @@ import sys
 import tarfile
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_args
@@ -104,7 +105,10 @@ class Lab:
 
     def reset(self) -> None:
         for child in self.t.iterdir():
-            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            if child.is_dir() and not child.is_symlink():
+                remove_tree(child)
+            else:
+                child.unlink()
         for directory in (self.ws / "src", self.ws / "docs", self.ws / "sub", self.state, self.out):
             directory.mkdir(parents=True)
         for name in SECRETS:
@@ -210,6 +214,17 @@ class Lab:
                     if not path.is_symlink() and self.canary.encode() in path.read_bytes():
                         return True
         return False
+
+
+def remove_tree(path: Path) -> None:
+    """Remove `path`, again while something the last server started (a killed command's children, its undo
+    records) is still finishing a write into it."""
+    for _ in range(50):
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            return
+        time.sleep(0.1)
+    shutil.rmtree(path)
 
 
 class Listener:
