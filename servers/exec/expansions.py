@@ -11,6 +11,7 @@ re-read a value; the builtins that take variable names are checked in policy.py.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 # `name` (with a literal subscript, or `[@]`/`[*]` for the whole array), a positional or a special parameter.
 _NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*(?:\[(?:[0-9]+|[@*])\])?|[0-9]+|[@*#?$!0-])"
@@ -90,7 +91,7 @@ def variable_name_problem(name: str, words: list[tuple[str, str | None]]) -> str
     return _bad_name(name, names)
 
 
-def _bad_name(name: str, names: list[str | None]) -> str | None:
+def _bad_name(name: str, names: Sequence[str | None]) -> str | None:
     bad = next((n for n in names if n is None or not _IDENTIFIER.match(n)), "")
     if bad != "":
         shown = "a name computed at run time" if bad is None else f"the variable {bad!r}"
