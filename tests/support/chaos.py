@@ -362,7 +362,7 @@ def _messages_trial(base: Path, rng: random.Random, llm: FakeLLM, kills: int) ->
 
             def answered(message: str) -> bool:
                 shown = discord.replies_to(message)
-                return bool(shown) and all(_whole(sent.content) for sent in shown)
+                return bool(shown) and all(_ended(sent.content) for sent in shown)
 
             deadline = time.monotonic() + 30
             while not all(map(answered, messages)) and time.monotonic() < deadline:
@@ -372,9 +372,9 @@ def _messages_trial(base: Path, rng: random.Random, llm: FakeLLM, kills: int) ->
             run.kill()
         said = [[sent.content for sent in discord.replies_to(message)] for message in messages]
     llm.script.clear()
-    return [f"message {n} answered {shown}" for n, shown in enumerate(said) if len(shown) != 1 or not _whole(shown[0])]
+    return [f"message {n} answered {shown}" for n, shown in enumerate(said) if len(shown) != 1 or not _ended(shown[0])]
 
 
-def _whole(reply: str) -> bool:
+def _ended(reply: str) -> bool:
     """A finished reply: the answer or the restart notice, never a draft left half written."""
     return reply.endswith(" done.") or reply.startswith("I restarted")
