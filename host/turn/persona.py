@@ -44,8 +44,8 @@ def load_persona(
     """The bootstrap files in injection order, then yesterday's and today's daily memory logs.
 
     USER.md, MEMORY.md and the daily logs are the owner's: only a `private` turn gets them (the owner's own
-    sessions, never a group's or another person's); BOOTSTRAP.md is injected only while it exists (the first-run
-    ritual deletes it); sub-agents get only the files that describe who they are and how to work.
+    sessions, never a group's or another person's); BOOTSTRAP.md is injected only while it exists and is not empty
+    (the first-run ritual empties it); sub-agents get only the files that describe who they are and how to work.
     """
     names = [name for name in BOOTSTRAP_ORDER if private or name not in PRIVATE_FILES]
     if subagent:
@@ -64,6 +64,8 @@ def load_persona(
             files.append(PersonaFile(name, f"[{name} omitted: {why}]", 0))
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
+        if name in OPTIONAL_FILES and not text.strip():
+            continue  # emptied: the first-run ritual is over (commands may not delete it, see docs/exec.md)
         limit = min(max_file_chars, budget)
         if limit <= 0:
             files.append(

@@ -20,6 +20,7 @@ from hermitcrab.servers._common.paths import PathOutsideRoots, PathUnresolvable,
 from . import fsio
 from .output import cut_line
 from .paths import Secrets, git_dir_problem
+from .protected import is_persona_file
 from .protected import write_problem as protected_problem
 
 MAX_ENTRIES = 1_000
@@ -41,10 +42,11 @@ class Files:
         self.protected = [p.resolve() for p in protected]
         self.secrets = Secrets(hidden, self.real_roots)  # the sandbox's hidden list: credentials, hermitcrab home
 
-    def resolve(self, path: str, *, write: bool = False) -> Path:
-        """The real path of `path`, or a ToolError when the file tools may not read (or `write`) it."""
+    def resolve(self, path: str, *, write: bool = False, owner_approved: bool = False) -> Path:
+        """The real path of `path`, or a ToolError when the file tools may not read (or `write`) it; a persona
+        file only for a write the owner approved."""
         try:
-            return self._locate(path, write)
+            return self._locate(path, write, owner_approved)
         except PathRefused as exc:
             raise ToolError(f"Refused: {exc}.") from exc
 
@@ -56,7 +58,15 @@ class Files:
             return str(exc)
         return None
 
-    def _locate(self, path: str, write: bool) -> Path:
+    def persona_file(self, path: str) -> Path | None:
+        """The real path of `path` when it is a persona file the owner must approve writing, else None."""
+        try:
+            real = resolve_inside(path, self.roots)
+        except (PathUnresolvable, PathOutsideRoots):
+            return None
+        return real if is_persona_file(real, self.real_roots) else None
+
+    def _locate(self, path: str, write: bool, owner_approved: bool = False) -> Path:
         try:
             real = resolve_inside(path, self.roots)
         except PathUnresolvable as exc:
@@ -72,7 +82,11 @@ class Files:
                 f"{quote(path)} is inside git's own files, whose config and hooks can make git run programs; "
                 "change them with git commands instead"
             )
-        problem = (protected_problem(real, self.real_roots) or git_dir_problem(real)) if write else None
+        problem = (
+            (protected_problem(real, self.real_roots, owner_approved=owner_approved) or git_dir_problem(real))
+            if write
+            else None
+        )
         if problem is not None:
             raise PathRefused(problem)
         return real
@@ -99,8 +113,8 @@ class Files:
             body += f"\n[lines {start}-{end} of {len(lines)}; pass offset={end + 1} to read on]"
         return body
 
-    def write(self, path: str, content: str, overwrite: bool = False) -> str:
-        target = self.resolve(path, write=True)
+    def write(self, path: str, content: str, overwrite: bool = False, owner_approved: bool = False) -> str:
+        target = self.resolve(path, write=True, owner_approved=owner_approved)
         if target.is_dir():
             raise ToolError(f"{quote(path)} is a directory; give a file path.")
         size = target.stat().st_size if target.is_file() else 0
@@ -113,15 +127,15 @@ class Files:
             fsio.replace(fd, target.name, content.encode("utf-8"))
         return f"Wrote {len(content.encode('utf-8'))} bytes to {target}."
 
-    def footprint(self, path: str) -> list[Path]:
+    def footprint(self, path: str, owner_approved: bool = False) -> list[Path]:
         """What writing `path` may change, for undo to look at: each folder below its root (write creates missing
         ones), then the file."""
-        target = self.resolve(path, write=True)
+        target = self.resolve(path, write=True, owner_approved=owner_approved)
         root = next(r for r in self.real_roots if target.is_relative_to(r))
         return [*reversed(target.parents[: len(target.relative_to(root).parts) - 1]), target]
 
-    def edit(self, path: str, old_text: str, new_text: str, replace_all: bool) -> str:
-        target = self._existing_file(path, write=True)
+    def edit(self, path: str, old_text: str, new_text: str, replace_all: bool, owner_approved: bool = False) -> str:
+        target = self._existing_file(path, write=True, owner_approved=owner_approved)
         with self._opened(target.parent) as fd:
             text = self._load(fd, target.name, path).decode("utf-8", errors="surrogateescape")
             if not old_text:
@@ -168,8 +182,8 @@ class Files:
             else:
                 lines.append(f"{indent}{entry.name}  ({_size(entry.stat(follow_symlinks=False).st_size)})")
 
-    def _existing_file(self, path: str, write: bool = False) -> Path:
-        target = self.resolve(path, write=write)
+    def _existing_file(self, path: str, write: bool = False, owner_approved: bool = False) -> Path:
+        target = self.resolve(path, write=write, owner_approved=owner_approved)
         if not target.exists():
             raise ToolError(f"{quote(path)} does not exist; list_dir shows what is there.")
         if not target.is_file():

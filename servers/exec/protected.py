@@ -52,18 +52,29 @@ class Protection:
     kind: Kind
 
 
-def write_problem(real: Path, roots: Sequence[Path]) -> str | None:
+def write_problem(real: Path, roots: Sequence[Path], *, owner_approved: bool = False) -> str | None:
     """Why the file tools (and, without the sandbox, commands) may not write `real`, or None.
 
-    Git's files are refused by the file tools' own `.git` rule; this names what the sandbox adds.
+    Git's files are refused by the file tools' own `.git` rule; this names what the sandbox adds. A persona file
+    may be written by a file tool call the owner approved (`owner_approved`, see persona_edits.py).
     """
     for root in roots:
         guarded = {p.path for p in persona(root)}
         if real in guarded and real.name != MEMORY_FOLDER:
-            return f"{real} is a persona file, read as the assistant's own instructions; only the owner changes it"
+            if owner_approved:
+                continue
+            return (
+                f"{real} is a persona file, read as the assistant's own instructions; only the owner changes it "
+                "(write_file or edit_file ask them; commands may not)"
+            )
         if root / MEMORY_FOLDER in guarded and real.is_relative_to(root / MEMORY_FOLDER):
             return f"{real} is in the memory folder; add notes with the memory tools (memory_append) instead"
     return None
+
+
+def is_persona_file(real: Path, roots: Sequence[Path]) -> bool:
+    """Whether `real` is one of the persona files (not the memory folder) of a hermitcrab workspace root."""
+    return any(real == p.path and p.kind == "file" for root in roots for p in persona(root))
 
 
 def persona(root: Path) -> list[Protection]:

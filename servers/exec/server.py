@@ -22,7 +22,7 @@ from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.server import GuardedServer
 from hermitcrab.util.server_options import NO_SANDBOX
 
-from . import processes
+from . import persona_edits, processes
 from .approvals import ApprovalStore
 from .changes import ChangeLog, Record, UndoLimits, UndoRefused
 from .checking import BUDGET_S, CheckWorker, Judge
@@ -33,6 +33,7 @@ from .gate import Gate, asking_note, effective_ask
 from .history import ChangeList, UndoResult, listing, undo_result
 from .leaving import Leaves
 from .network import CallProxy, NetworkProxy, network_proxy
+from .persona_edits import PersonaEdits
 from .policy import Checker, Policy
 from .processes import ExecResult, LogSlice, ProcessTable, SessionList
 from .protected import Protected
@@ -130,6 +131,7 @@ def build_server(
         policy, roots, protected=[state], hidden=hidden, sandboxed=sandboxed, search_path=child_env["PATH"], home=home
     )
     files = Files(roots, protected=[state], hidden=hidden)
+    personas = PersonaEdits(files, policy.approval_timeout_s)
     changes = ChangeLog(roots, state, undo or UndoLimits(), skip=hidden)
     table = ProcessTable()
     ask = effective_ask(policy.ask, sandboxed)
@@ -301,28 +303,34 @@ def build_server(
         return files.read(path, offset, limit)
 
     @server.tool()
-    def write_file(
+    async def write_file(
         path: Annotated[Path_, Field(description="File path inside the workspace; parent folders are created.")],
         content: Annotated[FileText, Field(description="The complete new content of the file.")],
+        approval: Annotated[ElicitationResult[Any], Resolve(personas.resolve_write)],
         overwrite: Annotated[
             bool, Field(description="Needed to replace a non-empty file with empty content (erasing it).")
         ] = False,
     ) -> str:
-        """Create or replace a file atomically (a crash never leaves half a file); exec_undo can take it back."""
-        with changes.recording("write_file", path, files.footprint(path)) as recorded:
-            done = files.write(path, content, overwrite)
+        """Create or replace a file atomically (a crash never leaves half a file); exec_undo can take it back.
+        Changing a persona file (SOUL.md, USER.md, IDENTITY.md, ...) asks the owner first."""
+        owner = personas.approved(approval, path, persona_edits.written(content))
+        with changes.recording("write_file", path, files.footprint(path, owner)) as recorded:
+            done = files.write(path, content, overwrite, owner)
         return done + undo_hint(recorded)
 
     @server.tool()
-    def edit_file(
+    async def edit_file(
         path: Annotated[Path_, Field(description="File path inside the workspace.")],
         old_text: Annotated[FileText, Field(description="Exact text to replace, including whitespace.")],
         new_text: Annotated[FileText, Field(description="Replacement text.")],
+        approval: Annotated[ElicitationResult[Any], Resolve(personas.resolve_edit)],
         replace_all: Annotated[bool, Field(description="Replace every occurrence instead of exactly one.")] = False,
     ) -> str:
-        """Replace exact text in a file; fails if it is missing, or ambiguous without replace_all."""
-        with changes.recording("edit_file", path, files.footprint(path)) as recorded:
-            done = files.edit(path, old_text, new_text, replace_all)
+        """Replace exact text in a file; fails if it is missing, or ambiguous without replace_all. Changing a
+        persona file asks the owner first."""
+        owner = personas.approved(approval, path, persona_edits.edited(old_text, new_text))
+        with changes.recording("edit_file", path, files.footprint(path, owner)) as recorded:
+            done = files.edit(path, old_text, new_text, replace_all, owner)
         return done + undo_hint(recorded)
 
     def undo_hint(recorded: list[Record]) -> str:

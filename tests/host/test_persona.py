@@ -36,6 +36,15 @@ def test_memory_is_private_to_the_main_session_and_bootstrap_ends_when_deleted(t
     assert "MEMORY.md" not in names and "BOOTSTRAP.md" not in names
 
 
+def test_bootstrap_ends_when_emptied_as_the_ritual_does_with_write_file(tmp_path: Path):
+    ws = workspace(tmp_path)
+    (ws / "BOOTSTRAP.md").write_text(" \n")
+
+    names = [f.name for f in load_persona(ws, today=TODAY)]
+
+    assert "BOOTSTRAP.md" not in names and "SOUL.md" in names
+
+
 def test_subagents_get_only_who_they_are(tmp_path: Path):
     names = [f.name for f in load_persona(workspace(tmp_path), today=TODAY, subagent=True)]
 

@@ -152,8 +152,8 @@ def test_a_symlink_swapped_in_after_the_check_is_not_followed(workspace: Path, t
     files = Files([workspace])
     checked = files.resolve
 
-    def check_then_swap(path: str, *, write: bool = False) -> Path:  # a background `git checkout` could do this
-        resolved = checked(path, write=write)
+    def check_then_swap(path: str, *, write: bool = False, owner_approved: bool = False) -> Path:  # a `git checkout`
+        resolved = checked(path, write=write, owner_approved=owner_approved)
         if (workspace / "d").is_dir() and not (workspace / "d").is_symlink():
             shutil.rmtree(workspace / "d")
             os.symlink(outside, workspace / "d")

@@ -23,6 +23,7 @@ from hermitcrab.servers.exec.environment import child_environment
 from hermitcrab.servers.exec.protected import Protected
 from hermitcrab.servers.exec.runner import Job, Limits, Spec
 from hermitcrab.servers.exec.sandbox import detect, probe
+from tests.support.elicitation import User
 
 pytestmark = pytest.mark.anyio
 needs_bwrap = pytest.mark.skipif(
@@ -166,6 +167,32 @@ async def test_the_file_tools_refuse_to_write_a_protected_file_and_still_read_it
     assert result.is_error and "Refused" in str(result.content), result.content
     assert "be kind" in str(read.content)
     assert _snapshot(workspace) == tree
+
+
+@pytest.mark.parametrize("decision", ["allow-once", "deny"])
+async def test_a_file_tool_changes_a_persona_file_only_when_the_owner_approves_the_change_shown(
+    server_factory: Callable[..., MCPServer], workspace: Path, tree: dict[Path, bytes | None], decision: str
+) -> None:
+    owner = User(decision)
+    async with Client(server_factory(), elicitation_callback=owner) as client:
+        write = await client.call_tool("write_file", {"path": "SOUL.md", "content": "be brief\n"})
+        edit = await client.call_tool("edit_file", {"path": "AGENTS.md", "old_text": "rules", "new_text": "laws"})
+        made = await client.call_tool("write_file", {"path": "IDENTITY.md", "content": "Name: Crab\n"})
+        memory = await client.call_tool("write_file", {"path": "memory/2026-12-02.md", "content": "a note"})
+        plain = await client.call_tool("write_file", {"path": "notes.txt", "content": "x"})
+
+    shown = [question.message for question in owner.questions]
+    assert len(shown) == 3 and "SOUL.md" in shown[0] and "be brief" in shown[0]
+    assert "rules" in shown[1] and "laws" in shown[1] and "IDENTITY.md" in shown[2]
+    assert memory.is_error and "memory_append" in str(memory.content)  # the memory folder is never asked about
+    assert not plain.is_error  # an ordinary file is not asked about
+    if decision == "allow-once":
+        assert not (write.is_error or edit.is_error or made.is_error), (write.content, edit.content, made.content)
+        assert (workspace / "SOUL.md").read_text() == "be brief\n" and (workspace / "AGENTS.md").read_text() == "laws\n"
+        assert (workspace / "IDENTITY.md").read_text() == "Name: Crab\n"
+    else:
+        assert write.is_error and edit.is_error and made.is_error and "denied" in str(write.content)
+        assert {p: v for p, v in _snapshot(workspace).items() if p.name != "notes.txt"} == tree
 
 
 @pytest.mark.parametrize(
