@@ -150,11 +150,12 @@ GIT_HARDENING = {
 EMPTY_GIT_CONFIG = "/dev/null/hermitcrab-gitconfig"
 
 
-def git_environment() -> dict[str, str]:
-    """The variables that pin git's configuration for every command (see GIT_HARDENING)."""
+def git_environment(global_config: str = EMPTY_GIT_CONFIG) -> dict[str, str]:
+    """The variables that pin git's configuration for every command (see GIT_HARDENING); `global_config` is the
+    file git reads instead of ~/.gitconfig (the owner's identity only, see git_identity.py)."""
     env = {
         "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": EMPTY_GIT_CONFIG,
+        "GIT_CONFIG_GLOBAL": global_config,
         "GIT_CONFIG_COUNT": str(len(GIT_HARDENING)),
     }
     for index, (key, value) in enumerate(GIT_HARDENING.items()):
@@ -198,12 +199,15 @@ def check_overrides(env: Mapping[str, str] | None) -> str | None:
     return None
 
 
-def child_environment(parent: Mapping[str, str], overrides: Mapping[str, str] | None) -> dict[str, str]:
-    """The environment a command gets: the allow-listed part of `parent`, git hardening, then `overrides`."""
+def child_environment(
+    parent: Mapping[str, str], overrides: Mapping[str, str] | None, git_global: str = EMPTY_GIT_CONFIG
+) -> dict[str, str]:
+    """The environment a command gets: the allow-listed part of `parent`, git hardening (with `git_global` as
+    git's global config), then `overrides`."""
     env = {k: v for k, v in parent.items() if k in PASSTHROUGH or k.startswith(PASSTHROUGH_PREFIXES)}
     env = {k: v for k, v in env.items() if k not in CHARSET_VARIABLES or not is_protected(k, v)}
     env["PATH"] = absolute_path(env.get("PATH") or "/usr/local/bin:/usr/bin:/bin")
     env.setdefault("LANG", "C.UTF-8")
-    env.update(git_environment())
+    env.update(git_environment(git_global))
     env.update(overrides or {})
     return env

@@ -92,6 +92,7 @@ _ISOLATION = (
     "--die-with-parent",
 )
 _RUN = (Path("/run"), Path("/var/run"))  # host unix sockets (docker, dbus, systemd) live here
+GIT_IDENTITY = "/tmp/.hermitcrab-gitconfig"  # where git's global config (git_identity.py) appears inside
 # Where a call's proxy socket appears inside the sandbox, and the port the bridge serves it on there.
 PROXY_SOCKET = "/tmp/.hermitcrab-proxy.sock"
 PROXY_PORT = 3128
@@ -112,6 +113,7 @@ class Sandbox:
     home: Path | None = None  # $HOME: a private empty folder inside, unless a root is (in) it
     toolchains: tuple[Path, ...] = ()  # folders under `home` shown read-only in the private one
     blanks: Path | None = None  # what stands in for a protected path that is missing (protected.make_blanks)
+    git_identity: Path | None = None  # the owner's name and email for git, bound read-only (git_identity.py)
 
     def bridges(self, network: bool | None, proxy: Path | None) -> bool:
         """Whether a command runs behind the bridge (bridge.py): it has a proxy socket and no network of its own."""
@@ -146,6 +148,8 @@ class Sandbox:
         proxied = self.bridges(network, proxy)
         if proxied:
             mounts.append((Path(PROXY_SOCKET), ["--bind", str(proxy), PROXY_SOCKET]))
+        if self.git_identity is not None:
+            mounts.append((Path(GIT_IDENTITY), ["--ro-bind", str(self.git_identity), GIT_IDENTITY]))
         mounts += self._private(roots)
         mounts += self._protected(protected, roots, writable)
         args = [self.bwrap, *_BASE]

@@ -8,6 +8,7 @@ import os
 import threading
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -22,12 +23,12 @@ from hermitcrab.servers._common.paths import default_paths
 from hermitcrab.servers._common.server import GuardedServer
 from hermitcrab.util.server_options import NO_SANDBOX
 
-from . import persona_edits, processes
+from . import git_identity, persona_edits, processes
 from .approvals import ApprovalStore
 from .changes import ChangeLog, Record, UndoLimits, UndoRefused
 from .checking import BUDGET_S, CheckWorker, Judge
 from .domains import MAX_DOMAIN_CHARS, MAX_REASON_CHARS, DomainApprovals
-from .environment import child_environment
+from .environment import EMPTY_GIT_CONFIG, child_environment
 from .files import MAX_BYTES, Files
 from .gate import Gate, asking_note, effective_ask
 from .history import ChangeList, UndoResult, listing, undo_result
@@ -38,7 +39,7 @@ from .policy import Checker, Policy
 from .processes import ExecResult, LogSlice, ProcessTable, SessionList
 from .protected import Protected
 from .runner import Job, Limits, Spec
-from .sandbox import SandboxMode, detect, secret_paths
+from .sandbox import GIT_IDENTITY, SandboxMode, detect, secret_paths
 from .tiers import RiskTiers
 
 MAX_WAIT_MS = 50_000  # every wait a call can ask for ends inside an MCP host's usual 60 s call timeout
@@ -125,6 +126,10 @@ def build_server(
     background_calls: dict[str, CallProxy] = {}  # session id -> its call's proxy, for the refusals `poll` reports
     if not sandboxed:
         logger.warning(UNSANDBOXED, sandbox_problem or "--sandbox none")
+    identity = git_identity.save(state, git_identity.read(environ))
+    git_global = EMPTY_GIT_CONFIG if identity is None else GIT_IDENTITY if box is not None else str(identity)
+    if box is not None:
+        box = replace(box, git_identity=identity)
     child_env = child_environment(environ, None)
     home = child_env.get("HOME", "/")
     checker = Checker(
@@ -183,7 +188,7 @@ def build_server(
         spec = Spec(
             command,
             directory,
-            child_environment(environ, env),
+            child_environment(environ, env, git_global),
             timeout_s,
             limits,
             box,
