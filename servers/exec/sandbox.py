@@ -148,6 +148,7 @@ class Sandbox:
         proxied = self.bridges(network, proxy)
         if proxied:
             mounts.append((Path(PROXY_SOCKET), ["--bind", str(proxy), PROXY_SOCKET]))
+            mounts += [(prefix, ["--ro-bind", str(prefix), str(prefix)]) for prefix in _private_python()]
         if self.git_identity is not None:
             mounts.append((Path(GIT_IDENTITY), ["--ro-bind", str(self.git_identity), GIT_IDENTITY]))
         mounts += self._private(roots)
@@ -160,7 +161,7 @@ class Sandbox:
             args.append("--unshare-net")
         if proxied:
             args += _proxy_environment()
-            argv = [sys.executable, "-I", "-S", "-c", _bridge_source(), PROXY_SOCKET, str(PROXY_PORT), "--", *argv]
+            argv = [_BRIDGE_PYTHON, "-I", "-S", "-c", _bridge_source(), PROXY_SOCKET, str(PROXY_PORT), "--", *argv]
         args += ["--chdir", str(workdir), "--", *argv]
         return args
 
@@ -220,6 +221,18 @@ def _proxy_environment() -> list[str]:
     names = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")  # curl reads only the lower-case http_proxy
     values = [(name, url) for name in names] + [("NO_PROXY", _LOCAL)]
     return [arg for name, value in values for key in (name, name.lower()) for arg in ("--setenv", key, value)]
+
+
+# The interpreter itself, not a venv's link to it: a checkout or venv under /tmp is out of sight in the sandbox.
+_BRIDGE_PYTHON = os.path.realpath(sys.executable)
+
+
+def _private_python() -> list[Path]:
+    """The server's Python installation where the sandbox makes a private tmpfs (/tmp, /run): bound back read-only
+    so the bridge can start."""
+    prefixes = dict.fromkeys(Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix))
+    private = (Path("/tmp"), *_RUN)
+    return [prefix for prefix in prefixes if any(prefix.is_relative_to(p) for p in private)]
 
 
 @functools.cache
