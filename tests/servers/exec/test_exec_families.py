@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from mcp import Client
@@ -17,6 +18,7 @@ from mcp.server.mcpserver import MCPServer
 
 from hermitcrab.servers.exec import Policy, build_server
 from hermitcrab.servers.exec.environment import GIT_HARDENING, child_environment
+from hermitcrab.servers.exec.sandbox import probe
 
 ALLOW = ("ls", "cat", "echo", "grep", "git", "sed", "env", "nice", "timeout", "xargs", "find", "printf", "tee")
 SEARCH_PATH = "/usr/local/bin:/usr/bin:/bin"  # no version-manager shims: `python3` is the system's
@@ -30,11 +32,13 @@ class Lab:
     home: Path
     ran: Path  # a program that ran leaves this mark
 
-    def server(self, *allow: str) -> MCPServer:
+    def server(self, *allow: str, sandbox: Literal["none", "bwrap"] = "none") -> MCPServer:
+        """`--sandbox none --ask off` by default; in bwrap the default `--ask on-leave` and no allowlist beyond the
+        defaults (a question would be refused: the test client cannot answer one)."""
         environ = {"PATH": SEARCH_PATH, "HOME": str(self.home), "LANG": "C.UTF-8"}
-        policy = Policy(allow=(*ALLOW, *allow), ask="off")
+        policy = Policy(allow=(*ALLOW, *allow), ask="off") if sandbox == "none" else Policy()
         state = self.workspace.parent / "state"
-        return build_server(roots=[self.workspace], state=state, policy=policy, sandbox="none", environ=environ)
+        return build_server(roots=[self.workspace], state=state, policy=policy, sandbox=sandbox, environ=environ)
 
     def bash(self, command: str) -> subprocess.CompletedProcess[str]:
         """`command` run by bash directly, with the environment the server gives commands."""
@@ -254,14 +258,23 @@ ORDINARY = [
 ]
 
 
-async def test_ordinary_developer_commands_still_run_without_the_sandbox(lab: Lab) -> None:
+@pytest.mark.parametrize(
+    "sandbox",
+    [
+        "none",
+        pytest.param("bwrap", marks=pytest.mark.skipif(probe() is not None, reason="bubblewrap is not usable here")),
+    ],
+)
+async def test_ordinary_developer_commands_run_unasked_in_the_sandbox_and_without_it(
+    lab: Lab, sandbox: Literal["none", "bwrap"]
+) -> None:
     (lab.workspace / "src").mkdir()
     (lab.workspace / "tests").mkdir()
     (lab.workspace / "README.md").write_text("# demo\n")
     (lab.workspace / "src" / "app.py").write_text("import os\n\ndef main():\n    print('app')\n\nmain()\n")
     (lab.workspace / "tests" / "test_app.py").write_text("def test_x():\n    assert True\n")
     (lab.workspace / "Makefile").write_text("all:\n\t@echo built\n")
-    async with Client(lab.server("python3", "make", "wc")) as client:
+    async with Client(lab.server("python3", "make", "wc", sandbox=sandbox)) as client:
         for command in ORDINARY:
             result = await client.call_tool("exec", {"command": command})
             assert not result.is_error, (command, result.content)
