@@ -81,8 +81,20 @@ class _Block(BaseModel):
 
 
 class _WireUsage(BaseModel):
-    input_tokens: int | None = 0
-    output_tokens: int | None = 0
+    """Anthropic's counts: `input_tokens` is only the part of the prompt after the last cache breakpoint."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+
+    def updated(self, later: _WireUsage) -> _WireUsage:
+        """These counts with those `later` gives (a stream's `message_delta` may restate any of them)."""
+        return self.model_copy(update=later.model_dump(exclude_none=True))
+
+    def usage(self) -> Usage:
+        read, written = self.cache_read_input_tokens or 0, self.cache_creation_input_tokens or 0
+        return Usage((self.input_tokens or 0) + read + written, self.output_tokens or 0, read, written)
 
 
 class _Response(BaseModel):
@@ -98,10 +110,9 @@ def from_wire(body: dict[str, Any], label: str) -> Completion:
         raise ProviderError(f"unexpected Messages API response: {str(body)[:200]}") from exc
     text = "".join(block.text for block in response.content if block.type == "text")
     calls = tuple(ToolCall(b.id, b.name, b.input) for b in response.content if b.type == "tool_use")
-    usage = response.usage or _WireUsage()
     return Completion(
         message=Message("assistant", text, calls),
-        usage=Usage(usage.input_tokens or 0, usage.output_tokens or 0),
+        usage=(response.usage or _WireUsage()).usage(),
         model=response.model,
         provider=label,
     )
@@ -133,7 +144,7 @@ class _StreamEvent(BaseModel):
 class EventAssembler:
     """A Messages API stream: `message_start` (model, input tokens), per content block a `content_block_start` then
     `content_block_delta`s (`text_delta`, or `input_json_delta` pieces of a tool call's input), `message_delta`
-    (stop reason, output tokens) and `message_stop`."""
+    (stop reason, output tokens, perhaps the other counts again) and `message_stop`."""
 
     def __init__(self, label: str) -> None:
         self.label = label
@@ -161,8 +172,7 @@ class EventAssembler:
         elif item.type == "content_block_delta" and isinstance(item.delta, _BlockDelta):
             return self._add(item.index, item.delta)
         elif item.type == "message_delta":
-            output = item.usage.output_tokens if item.usage is not None else None
-            self.usage = _WireUsage(input_tokens=self.usage.input_tokens, output_tokens=output)
+            self.usage = self.usage.updated(item.usage or _WireUsage())
             self.complete = True
         elif item.type == "message_stop":
             self.ended = self.complete = True
@@ -188,7 +198,7 @@ class EventAssembler:
         )
         return Completion(
             message=Message("assistant", "".join(b.text for b in ordered if b.type == "text"), calls),
-            usage=Usage(self.usage.input_tokens or 0, self.usage.output_tokens or 0),
+            usage=self.usage.usage(),
             model=self.model,
             provider=self.label,
         )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol, cast
 
 import httpx
@@ -59,15 +59,39 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class Usage:
+    """What a model call cost, in the provider's own counts.
+
+    `input_tokens` is the whole prompt, cached part included (as OpenAI counts it; Anthropic's `input_tokens` leaves
+    out what was read from or written to its cache, so its provider adds those back): the context's size, and the
+    sum the two cache counts are shares of. `cache_read_tokens` were served from the provider's prompt cache (billed
+    at a fraction of the input price); `cache_write_tokens` were stored in it (Anthropic bills them above it).
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
 
     def as_entry(self) -> dict[str, int]:
         """The transcript's `usage` field."""
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, object]) -> Usage:
+        """A transcript's `usage` field read back; a count it lacks (written before caching was counted) is 0."""
+        return cls(**{f.name: _count(entry.get(f.name)) for f in fields(cls)})
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) else 0
 
 
 @dataclass(frozen=True)

@@ -77,9 +77,20 @@ class _Choice(BaseModel):
     message: _WireMessage
 
 
+class _PromptDetails(BaseModel):
+    cached_tokens: int | None = 0
+
+
 class _WireUsage(BaseModel):
+    """`prompt_tokens` counts the whole prompt, the part served from the provider's cache included."""
+
     prompt_tokens: int | None = 0
     completion_tokens: int | None = 0
+    prompt_tokens_details: _PromptDetails | None = None
+
+    def usage(self) -> Usage:
+        cached = (self.prompt_tokens_details or _PromptDetails()).cached_tokens or 0
+        return Usage(self.prompt_tokens or 0, self.completion_tokens or 0, cache_read_tokens=cached)
 
 
 class _Response(BaseModel):
@@ -94,10 +105,9 @@ def from_wire(body: dict[str, Any], label: str) -> Completion:
     except ValidationError as exc:
         raise ProviderError(f"unexpected chat completions response: {str(body)[:200]}") from exc
     message = response.choices[0].message
-    usage = response.usage or _WireUsage()
     return Completion(
         message=Message("assistant", message.content or "", tuple(_tool_call(raw) for raw in message.tool_calls or [])),
-        usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0),
+        usage=(response.usage or _WireUsage()).usage(),
         model=response.model,
         provider=label,
     )
@@ -177,7 +187,7 @@ class ChunkAssembler:
         calls = tuple(_tool_call(self.calls[index]) for index in sorted(self.calls))
         return Completion(
             message=Message("assistant", "".join(self.text), calls),
-            usage=Usage(self.usage.prompt_tokens or 0, self.usage.completion_tokens or 0),
+            usage=self.usage.usage(),
             model=self.model,
             provider=self.label,
         )

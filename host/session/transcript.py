@@ -54,8 +54,7 @@ class View:
         kind = entry.get("kind")
         usage = entry.get("usage")
         if kind in ("assistant", "compaction") and isinstance(usage, dict):
-            counts = cast(dict[str, int], usage)
-            self.usage = self.usage + Usage(int(counts.get("input_tokens", 0)), int(counts.get("output_tokens", 0)))
+            self.usage = self.usage + Usage.from_entry(cast(dict[str, object], usage))
         if kind == "event":
             self.event_ids.add(str(entry.get("event_id")))
         elif kind == "compaction":

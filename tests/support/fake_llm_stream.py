@@ -72,7 +72,7 @@ def anthropic_frames(body: dict[str, Any]) -> list[str]:
         _frame(
             {
                 "type": "message_start",
-                "message": {**start, "content": [], "usage": {"input_tokens": usage.get("input_tokens", 0)}},
+                "message": {**start, "content": [], "usage": {"input_tokens": 0, **_prompt_counts(usage)}},
             },
             "message_start",
         ),
@@ -103,3 +103,8 @@ def anthropic_frames(body: dict[str, Any]) -> list[str]:
         )
     )
     return [*frames, _frame({"type": "message_stop"}, "message_stop")]
+
+
+def _prompt_counts(usage: dict[str, Any]) -> dict[str, Any]:
+    """The counts Anthropic knows before the answer (`message_start`): the prompt's, cached parts included."""
+    return {key: value for key, value in usage.items() if key != "output_tokens"}
