@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable
 from ..events import Event
 from ..inbox.deadletters import FOLDER, DeadLetters
 from ..mcp.pool import ServerHandle
-from ..mcp.subagents import running_subagents
 from ..session.capture import capture
 from ..session.transcript import CHARS_PER_TOKEN
 from ..skills.catalog import report
@@ -48,7 +47,7 @@ async def status(agent: Agent, event: Event) -> str:
         context_text = "not measured yet (no turn so far)"
     servers: list[ServerHandle] = list(agent.pool.handles.values()) if agent.pool else []
     server_text = "".join(f"\n- {h.config.name}: {h.state}" for h in servers) or " none"
-    children = await running_subagents(agent.pool, event.session_key)
+    children = await agent.subagents.running(event.session_key)
     children_text = "".join(f"\n- {child.describe()}" for child in children) or " none"
     return "\n".join(
         [

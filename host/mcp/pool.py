@@ -66,6 +66,7 @@ class _Route:
 
 
 EventSink = Callable[[ServerEvent], Awaitable[None]]
+Observer = Callable[[str, str | None, str | None], None]
 
 
 class ServerHandle:
@@ -330,7 +331,11 @@ class McpPool:
         errlog: TextIO = sys.stderr,
         min_backoff_s: float = 0.5,
     ) -> None:
-        self.handles = {config.name: ServerHandle(config, on_event, errlog, min_backoff_s) for config in servers}
+        self.observers: list[Observer] = []
+        """Told `(server, tool, session)` after each call and `(server, None, None)` at each of a server's events:
+        a view kept from a server's answers (`subagents.py`) knows from them when it may be out of date."""
+        self._on_event = on_event
+        self.handles = {config.name: ServerHandle(config, self._heard, errlog, min_backoff_s) for config in servers}
         self._startup_timeout_s = startup_timeout_s
         self._stack = AsyncExitStack()
 
@@ -378,7 +383,17 @@ class McpPool:
         route = self.routes().get(name)
         if route is None:
             return ToolOutcome(f"unknown tool {name!r}; available: {', '.join(sorted(self.routes())) or 'none'}", True)
-        return await self.handles[route.server].call(route.tool, arguments, session, caller)
+        try:
+            return await self.handles[route.server].call(route.tool, arguments, session, caller)
+        finally:
+            for observer in self.observers:
+                observer(route.server, route.tool, session)
+
+    async def _heard(self, event: ServerEvent) -> None:
+        for observer in self.observers:
+            observer(event.server, None, None)
+        if self._on_event is not None:
+            await self._on_event(event)
 
 
 def render_result(result: types.CallToolResult) -> str:

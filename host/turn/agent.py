@@ -13,7 +13,7 @@ from anyio.abc import ObjectReceiveStream
 from ..config import Settings
 from ..events import Event
 from ..mcp.pool import McpPool, ServerEvent
-from ..mcp.subagents import Subagent, running_subagents, runtime_fact
+from ..mcp.subagents import Subagent, SubagentWatch, runtime_fact
 from ..providers.base import Provider, Usage
 from ..session.routing import shared
 from ..session.transcript import Session, SessionStore
@@ -48,6 +48,10 @@ class Agent:
     last_persona: dict[str, list[PersonaFile]] = field(default_factory=dict[str, list[PersonaFile]])
     last_context_chars: dict[str, int] = field(default_factory=dict[str, int])
     budget: Budget | None = None
+    subagents: SubagentWatch = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.subagents = SubagentWatch(self.pool)
 
     def now(self) -> dt.datetime:
         zone = self.settings.agent.timezone
@@ -102,7 +106,7 @@ class Agent:
         if spent is not None:
             return TurnResult(spent.reply, Usage(), 0, 0, spent)
         toolbox = self.toolbox(event, conversation, catalog)
-        subagents = await running_subagents(self.pool, event.session_key)
+        subagents = await self.subagents.running(event.session_key)
         session = self.session(event.session_key)
         text = invoked.message if invoked is not None and invoked.message else event.text
         settings = self.settings.agent

@@ -98,3 +98,36 @@ async def _runs(gateway: Gateway) -> list[str]:
     assert gateway.agent.pool is not None
     listed = await gateway.agent.pool.call("sessions_list", {}, "chat-7")
     return [f"announced={run['announced']}" for run in json.loads(listed.text)["runs"]]
+
+
+async def test_a_turn_asks_spawn_only_when_something_may_have_changed(tmp_path: Path):
+    provider = ScriptedProvider().say("Hi.").say("Hi again.").call(spawn_call("c1", "slow", "research")).say("On it.")
+    asks: list[str | None] = []
+
+    def count(server: str, tool: str | None, session: str | None) -> None:
+        if tool == "sessions_list":
+            asks.append(session)
+
+    async with host(tmp_path, provider, RecordingChannel()) as gateway:
+        assert gateway.agent.pool is not None
+        gateway.agent.pool.observers.append(count)
+
+        async def say(text: str, reply: str | None = None) -> str:
+            if reply is not None:
+                provider.say(reply)
+            await gateway.process(Event("message", text, CHAT, session_key="chat-7", principal=OWNER))
+            return provider.seen[-1]["system"]
+
+        await say("hello")
+        await say("hello again")
+        assert asks == ["chat-7"]  # the second turn: nothing changed, no round trip
+        await say("research it")
+        run_id = json.loads(provider.seen[3]["messages"][-1].content)["run_id"]
+        assert f'"research" (run {run_id}, ' in await say("and?", "Waiting.")  # the spawn call: asked again
+        asked = len(asks)
+        provider.call(("c2", "sessions_kill", {"run_id": run_id})).say("Stopped.").say("Noted: it was killed.")
+        await say("stop it")
+        with anyio.fail_after(30):  # generous: the kill's event reaches the host through the relay, then a turn
+            while "Sub-agents still working" in await say("done?", "Done."):
+                await anyio.sleep(0.1)
+        assert len(asks) > asked
