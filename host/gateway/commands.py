@@ -1,4 +1,4 @@
-"""Slash commands that work in every channel: /new, /reset, /status, /context, /compact, /skills, /help.
+"""Slash commands that work in every channel: /new, /reset, /status, /context, /compact, /skills, /usage, /help.
 
 `/<skill>` and `/<server>:<prompt>` are not here: they run turns (invocation.py, through `Agent.respond`)."""
 
@@ -16,6 +16,9 @@ from ..skills.invocation import prompt_usage
 from ..turn.agent import Agent, private_turn
 from ..turn.compaction import Budget
 from ..turn.flush import Unattended
+from ..usage.prices import Prices
+from ..usage.tally import price_hints, tally, today_line
+from .heartbeat import last_beat
 
 Command = Callable[[Agent, Event], Awaitable[str]]
 OTHERS_FOLDER = "others"
@@ -57,6 +60,7 @@ async def status(agent: Agent, event: Event) -> str:
             f"Context: {context_text}",
             f"MCP servers:{server_text}",
             f"Sub-agents running:{children_text}",
+            last_beat(agent.settings.state),
             _dead_letters_line(agent),
         ]
     )
@@ -99,6 +103,16 @@ async def skills(agent: Agent, event: Event) -> str:
     return report(agent.skills()) + listed
 
 
+async def usage(agent: Agent, event: Event) -> str:
+    """Today's model calls and their cost across every session of the home: the owner's money, so theirs alone."""
+    if not event.principal.is_owner:
+        return "Only the owner can see what the model calls cost (/usage)."
+    now = agent.now()
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    _, total = tally(agent.settings.state, Prices(agent.settings.providers), midnight, "kind", now.tzinfo)
+    return "\n".join([today_line(total), *price_hints(total.unpriced), "More: hermitcrab usage --by kind"])
+
+
 async def help_text(agent: Agent, event: Event) -> str:
     names = [f"/{skill.name}" for skill in agent.skills().skills if skill.user_invocable]
     extra = f"; skills: {', '.join(names)}" if names else ""
@@ -112,6 +126,7 @@ COMMANDS: dict[str, Command] = {
     "/context": context,
     "/compact": compact_now,
     "/skills": skills,
+    "/usage": usage,
     "/help": help_text,
 }
 

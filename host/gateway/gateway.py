@@ -25,7 +25,7 @@ from ..turn.failures import failure_text
 from ..turn.stream import TurnStream
 from .commands import find_command
 from .conversation import BoundConversation
-from .heartbeat import is_heartbeat_ok
+from .heartbeat import BeatTurn, is_heartbeat_ok
 from .last_target import LastTarget
 from .once import Once
 from .outbox import Outbox
@@ -123,8 +123,11 @@ class Gateway:
         if self._remembered(event) and self.last_target is not None:
             self.last_target.remember(event.target)
         command = find_command(event.text) if event.kind == "message" else None
+        beat = BeatTurn.start(self.agent, event.session_key) if event.kind == "heartbeat" else None
         async with self._stream(event) as stream:
             reply = await command(self.agent, event) if command is not None else await self._turn(event, stream)
+            if beat is not None:
+                beat.end(reply, self.agent.now())
             await stream.settle()  # a channel's draft holds all the turn said before the reply comes to finish it
             if reply and deliver and event.deliver and not (event.kind == "heartbeat" and is_heartbeat_ok(reply)):
                 await self.deliver(event.target, reply)

@@ -1,8 +1,11 @@
 """The heartbeat: every few minutes the agent reads HEARTBEAT.md in the main session and acts if something is due.
 
-A reply of `HEARTBEAT_OK` (with at most 300 characters around it) means nothing needs attention and is not
-delivered. A beat is skipped outside the active hours, while the main session is busy, and while HEARTBEAT.md holds
-nothing but headings and comments, so an idle assistant costs no model calls.
+A reply of `HEARTBEAT_OK` (with at most 300 characters around it) means nothing needs attention: it is not
+delivered, and its turn is set aside in the main session's transcript (kept for the record and its cost, never shown
+to the model again), so quiet beats neither grow the context nor break the provider's prompt cache; the last beat's
+time and outcome are kept in `state/heartbeat.json` for `/status`. A beat is skipped outside the active hours, while
+the main session is busy, and while HEARTBEAT.md holds nothing but headings and comments (`init`'s), so an idle
+assistant costs no model calls.
 """
 
 from __future__ import annotations
@@ -11,12 +14,18 @@ import datetime as dt
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
+from hermitcrab.util.store import JsonFile
+
 from ..config import HeartbeatSettings
 from ..events import NOWHERE, Event, Target, system
+from ..session.transcript import ASIDE, Session
+from ..text import shorten
+from ..turn.agent import Agent
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +37,7 @@ PROMPT = (
     "files above) and do what it asks that is due now. If nothing needs the user's attention, reply exactly "
     f"{HEARTBEAT_OK}."
 )
+LOG_FILE = "heartbeat.json"
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
@@ -47,6 +57,41 @@ def has_tasks(markdown: str) -> bool:
     """Whether HEARTBEAT.md says anything beyond headings, comments and blank lines."""
     lines = _COMMENT.sub("", markdown).splitlines()
     return any(line.strip() and not line.lstrip().startswith("#") for line in lines)
+
+
+@dataclass(frozen=True)
+class BeatTurn:
+    """A heartbeat's turn in the main session: where its transcript stood before, so a quiet one can be set aside."""
+
+    session: Session
+    log: JsonFile
+    before: str | None
+    """The id of the last entry the model saw before the turn (None: the session was empty)."""
+
+    @classmethod
+    def start(cls, agent: Agent, session_key: str) -> BeatTurn:
+        session = agent.session(session_key)
+        live = session.transcript.view().live
+        return cls(session, JsonFile(agent.settings.state / LOG_FILE), str(live[-1]["id"]) if live else None)
+
+    def end(self, reply: str | None, at: dt.datetime) -> None:
+        """Set a quiet turn's entries aside and record the beat's outcome."""
+        quiet = reply is None or is_heartbeat_ok(reply)
+        if quiet:
+            live = [str(entry["id"]) for entry in self.session.transcript.view().live]
+            since = 0 if self.before is None else live.index(self.before) + 1 if self.before in live else len(live)
+            if live[since:]:
+                self.session.transcript.append(ASIDE, ids=live[since:], why="a quiet heartbeat")
+        outcome = "nothing needed attention" if quiet else f"reported: {shorten(reply or '', 200)}"
+        self.log.save({"at": at.isoformat(timespec="seconds"), "outcome": outcome})
+
+
+def last_beat(state: Path) -> str:
+    """`/status`'s line about the last heartbeat that ran."""
+    beat = JsonFile(state / LOG_FILE).load("no heartbeat is known to have run")
+    if not beat:
+        return "Last heartbeat: none so far"
+    return f"Last heartbeat: {beat.get('at', '?')}, {beat.get('outcome', '?')}"
 
 
 class Heartbeat:

@@ -27,6 +27,8 @@ CHARS_PER_TOKEN = 4
 """The estimate of characters per token wherever no provider has counted."""
 
 INTERRUPTED = "[no result: the host stopped before this tool call finished]"
+ASIDE = "aside"
+"""An entry naming earlier entries (`ids`) the model no longer sees: a quiet heartbeat's turn, kept for the record."""
 SUMMARY_HEADER = "[Summary of the earlier part of this conversation, written when it was compacted]"
 MESSAGE_OVERHEAD_CHARS = 16  # role and framing of one message on the wire, roughly four tokens
 OPEN_SESSIONS = 64  # webhook and cron runs each make a session; only this many stay in memory
@@ -62,10 +64,11 @@ class View:
             kept = next((i for i, e in enumerate(self.live) if e.get("id") == first), len(self.live))
             self.summary, self.live = str(entry.get("summary", "")), self.live[kept:]
             self.flushed, self.reported, self.added_chars = False, None, 0
-            self._shown = [Message("user", f"{SUMMARY_HEADER}\n{self.summary}")] if self.summary else []
-            self._pending = {}
-            for kept_entry in self.live:
-                self._show(kept_entry)
+            self._show_again()
+        elif kind == ASIDE:
+            hidden = set(cast(list[str], entry.get("ids") or []))
+            self.live = [kept for kept in self.live if kept.get("id") not in hidden]
+            self._show_again()
         elif entry.get("flush"):
             self.flushed = True  # the memory flush's own turn: recorded, never shown to the model again
         elif kind in ("user", "assistant", "tool_call", "tool_result"):
@@ -83,6 +86,14 @@ class View:
         A tool call left without a result by a crash gets an error result, so no provider sees a dangling call.
         """
         return [*self._shown, *_interrupted(dict(self._pending))]
+
+    def _show_again(self) -> None:
+        """Rebuild what the model sees from the summary and the live entries (after they changed other than by
+        an append)."""
+        self._shown = [Message("user", f"{SUMMARY_HEADER}\n{self.summary}")] if self.summary else []
+        self._pending = {}
+        for kept_entry in self.live:
+            self._show(kept_entry)
 
     def _show(self, entry: dict[str, Any]) -> None:
         kind = entry.get("kind")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
+from importlib.resources import files
 from pathlib import Path
 
 import anyio
 import pytest
 
 from hermitcrab.host.config import AgentSettings, HeartbeatSettings, Settings
-from hermitcrab.host.events import Event, Target
+from hermitcrab.host.events import OWNER, Event, Target
+from hermitcrab.host.gateway.commands import status
 from hermitcrab.host.gateway.gateway import Gateway
 from hermitcrab.host.gateway.heartbeat import Heartbeat, has_tasks, is_heartbeat_ok
 from hermitcrab.host.session.transcript import SessionStore
@@ -108,3 +111,53 @@ async def test_heartbeat_ok_is_not_delivered_but_a_finding_is(tmp_path: Path):
 
     assert [text for _, text in channel.sent] == ["Heads up: the nightly deploy failed."]
     assert "HEARTBEAT.md" in provider.seen[0]["messages"][-1].content
+
+
+async def test_inits_heartbeat_file_costs_no_model_call_until_a_task_is_written(tmp_path: Path):
+    settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings())
+    provider = ScriptedProvider().say("HEARTBEAT_OK")
+    gateway = Gateway(Agent(settings, provider, None, SessionStore(tmp_path / "s")), {}, ask_timeout_s=1)
+
+    async def run_now(event: Event) -> None:
+        await gateway.process(event)
+
+    settings.workspace.mkdir()
+    template = files("hermitcrab.workspace").joinpath("HEARTBEAT.md").read_text(encoding="utf-8")
+    (settings.workspace / "HEARTBEAT.md").write_text(template)
+    beat = Heartbeat(HeartbeatSettings(30), settings.workspace, run_now, lambda: False, lambda: ROOM, lambda: NOON)
+
+    sent = [await beat.beat() for _ in range(10)]
+    assert sent == [False] * 10
+    assert provider.seen == []
+
+    (settings.workspace / "HEARTBEAT.md").write_text(template + "- If a deploy failed, tell me.\n")
+    assert await beat.beat()
+    assert len(provider.seen) == 1
+
+
+async def test_a_quiet_heartbeat_leaves_the_main_context_as_it_was_and_shows_in_status(tmp_path: Path):
+    settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings())
+    provider = ScriptedProvider().say("Hello.").say("HEARTBEAT_OK").say("Still here.").say("The deploy failed.")
+    agent = Agent(settings, provider, None, SessionStore(tmp_path / "s"), clock=lambda: NOON)
+    gateway = Gateway(agent, {"test": RecordingChannel()}, ask_timeout_s=1)
+    settings.workspace.mkdir()
+    (settings.workspace / "HEARTBEAT.md").write_text(TASKS)
+
+    async def run_now(event: Event) -> None:
+        await gateway.process(event)
+
+    beat = Heartbeat(HeartbeatSettings(30), settings.workspace, run_now, lambda: False, lambda: ROOM, lambda: NOON)
+    message = Event("message", "hi", ROOM, principal=OWNER)
+    await gateway.process(message)
+    before = agent.session("main").messages()
+
+    assert await beat.beat()
+    assert agent.session("main").messages() == before
+    assert "Last heartbeat: 2026-12-01T12:00:00+00:00, nothing needed attention" in await status(agent, message)
+    await gateway.process(replace(message, text="still there?"))
+    assert provider.seen[2]["messages"][:-1] == before  # the next turn's request: no trace of the beat
+    assert [e["kind"] for e in agent.session("main").transcript.entries()].count("aside") == 1
+
+    assert await beat.beat()  # a finding stays: the user may answer it
+    assert agent.session("main").messages()[-1].content == "The deploy failed."
+    assert "Last heartbeat: 2026-12-01T12:00:00+00:00, reported: The deploy failed." in await status(agent, message)
