@@ -120,6 +120,26 @@ def _host_and_port(listen: str) -> str:
 Zone = Annotated[str, AfterValidator(_known_zone)]
 
 
+def _free_or_table(price: object) -> object:
+    """`price = 0` is a free model; any other price is a table of the four rates."""
+    if isinstance(price, int | float) and not isinstance(price, bool):
+        if price != 0:
+            raise ValueError("a bare number can only be 0 (free); give {input = ..., output = ...}, USD per 1M tokens")
+        return ModelPrice(0, 0)
+    return price
+
+
+@dataclass(frozen=True, config=_TABLE)
+class ModelPrice:
+    """A profile's own price in USD per million tokens, for a local or unknown model (`hermitcrab usage`, the money
+    budget); cached reads and cache writes cost the input price unless given."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+
+
 @dataclass(frozen=True, config=_TABLE)
 class ProviderProfile:
     """One way to reach a model, as a `[[providers]]` table writes it; several give failover across keys or vendors.
@@ -139,6 +159,8 @@ class ProviderProfile:
     api_key_env: str | None = None
     stream: bool = True
     """Ask for the answer as a stream when someone watches the turn; false for a server that streams badly."""
+    price: Annotated[ModelPrice | None, BeforeValidator(_free_or_table)] = None
+    """What its answers cost, when genai-prices does not know its model; a loopback `base_url` costs 0 anyway."""
 
     @property
     def label(self) -> str:
@@ -402,6 +424,7 @@ class _Policies:
 class _LimitChange:
     calls_per_day: int | None = Field(default=None, ge=0)
     tokens_per_day: int | None = Field(default=None, ge=0)
+    usd_per_day: float | None = Field(default=None, ge=0)
 
 
 @dataclass(frozen=True, config=_TABLE)
@@ -492,7 +515,8 @@ def _budget(entry: _Budget) -> dict[str, Limit]:
             default = DEFAULT_LIMITS[key]
             calls = default.calls_per_day if limit.calls_per_day is None else limit.calls_per_day
             tokens = default.tokens_per_day if limit.tokens_per_day is None else limit.tokens_per_day
-            limits[key] = Limit(calls, tokens)
+            usd = default.usd_per_day if limit.usd_per_day is None else limit.usd_per_day
+            limits[key] = Limit(calls, tokens, usd)
     return limits
 
 

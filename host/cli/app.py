@@ -14,7 +14,7 @@ from hermitcrab.util.redact import redact
 
 from ..errors import HermitcrabError
 from ..turn.failures import LOG_HINT
-from . import ask, bundle, chat, deadletters, doctor, init, mcp_config, pairing, run, service, skills, subagent
+from . import ask, bundle, chat, deadletters, doctor, init, mcp_config, pairing, run, service, skills, subagent, usage
 
 logger = logging.getLogger("hermitcrab")
 _E = TypeVar("_E", bound=BaseException)
@@ -25,7 +25,21 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for module in (run, chat, ask, init, doctor, mcp_config, bundle, pairing, deadletters, service, subagent, skills):
+for module in (
+    run,
+    chat,
+    ask,
+    init,
+    doctor,
+    mcp_config,
+    bundle,
+    pairing,
+    deadletters,
+    service,
+    subagent,
+    skills,
+    usage,
+):
     module.register(app)
 
 

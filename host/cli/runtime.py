@@ -20,6 +20,7 @@ from ..providers import FailoverProvider, create
 from ..session.transcript import SessionStore
 from ..turn.agent import Agent
 from ..turn.budget import Budget
+from ..usage.prices import Prices
 
 
 class _Brief(logging.Formatter):
@@ -64,6 +65,6 @@ async def open_agent(settings: Settings, sessions: Path | None = None) -> AsyncG
         async with httpx.AsyncClient() as client, McpPool(settings.servers, on_event=send.send, errlog=errlog) as pool:
             provider = FailoverProvider([create(profile, client) for profile in profiles])
             store = SessionStore(sessions or settings.state / "sessions")
-            budget = Budget(settings.state / "usage", settings.budget)
+            budget = Budget(settings.state / "usage", settings.budget, Prices(settings.providers))
             agent = Agent(settings, provider, pool, store, server_events=receive, budget=budget)
             yield agent

@@ -42,6 +42,8 @@ class Exchange:
     """Called once when the provider says the context overflowed, before the call is tried again."""
     marks: dict[str, Any] = field(default_factory=dict[str, Any])
     usage: Usage = field(default_factory=Usage)
+    answers: list[Completion] = field(default_factory=list[Completion])
+    """Every answer, for what it cost: its model and provider price its usage (`turn/budget.py`)."""
     calls: int = 0
     context_chars: int = 0
 
@@ -60,6 +62,7 @@ class Exchange:
             self.context_chars = len(self.system) + sum(len(m.content) for m in messages)
             completion = await self._complete(messages, specs)
             self.usage = self.usage + completion.usage
+            self.answers.append(completion)
             answer = completion.message
             self.transcript.append_answer(completion, **self.marks)
             messages.append(answer)

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..config import AgentSettings
 from ..errors import ContextOverflowError
-from ..providers.base import Provider, Usage
+from ..providers.base import Completion, Provider, Usage
 from ..session.transcript import Session
 from .budget import Spent
 from .context import ContextKeeper
@@ -42,6 +42,8 @@ class TurnResult:
     context_chars: int
     spent: Spent | None = None
     """The budget that kept this turn from calling the model, when one did (`budget.py`)."""
+    answers: tuple[Completion, ...] = ()
+    """The model's answers, each with its model, provider and usage, so the budget can price them."""
 
 
 async def run_turn(
@@ -52,22 +54,28 @@ async def run_turn(
     system: str,
     user_text: str,
     settings: AgentSettings,
+    note: str = "",
     stream: TurnStream | None = None,
     flush_target: FlushTarget | None = None,
     inbound: str | None = None,
+    trigger: str | None = None,
 ) -> TurnResult:
-    """Record the user's text, loop model <-> tools, and return the reply to deliver (None when silent).
+    """Record the user's text (with the host's `note` on the turn, shown before it), loop model <-> tools, and
+    return the reply to deliver (None when silent).
 
     `inbound` (the channel's message id) is kept on the user entry, so a restart can tell how far the turn got; a
     turn for a message whose entry is already the last one (a crash cut its turn short) goes on from it.
     A context overflow compacts and retries once; a second one is answered with what happened, never looped.
-    What happens is told to `stream` as it happens (`exchange.py`), compactions included.
+    What happens is told to `stream` as it happens (`exchange.py`), compactions included. A `trigger` other than a
+    message (e.g. `heartbeat`) marks every entry of the turn, so what it cost can be told apart (`hermitcrab usage`).
     """
+    marks = {"trigger": trigger} if trigger and trigger != "message" else {}
     stream = stream or TurnStream()
     transcript = session.transcript
     live = transcript.view().live
     if inbound is None or not live or live[-1].get("inbound") != inbound:  # else: the cut-off turn goes on
-        transcript.append("user", text=user_text, **({"inbound": inbound} if inbound else {}))
+        noted = {"note": note} if note else {}
+        transcript.append("user", text=user_text, **noted, **({"inbound": inbound} if inbound else {}), **marks)
     keeper = ContextKeeper(session, provider, toolbox, system, settings, flush_target or FlushTarget(), stream)
     exchange = Exchange(
         provider,
@@ -79,6 +87,7 @@ async def run_turn(
         stream=stream,
         prepare=keeper.prepare,
         recover=keeper.recover,
+        marks=marks,
     )
     try:
         answer = await exchange.run(session.messages())
@@ -91,4 +100,6 @@ async def run_turn(
         logger.warning("session %s still overflows after compacting", session.key, exc_info=True)
         reply = failure_text(exc)
     reply = keeper.annotate("" if is_silent(reply) else reply)
-    return TurnResult(reply or None, exchange.usage, exchange.calls, exchange.context_chars)
+    return TurnResult(
+        reply or None, exchange.usage, exchange.calls, exchange.context_chars, answers=tuple(exchange.answers)
+    )

@@ -86,5 +86,5 @@ async def run_subagent(
         settings=agent.settings.agent,
     )
     if agent.budget is not None:  # a sub-agent spends from the budget of whoever started it
-        agent.budget.charge(principal.rights, today, result.model_calls, result.usage)
+        agent.budget.charge(principal.rights, today, result.model_calls, result.usage, result.answers)
     return result

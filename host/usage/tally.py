@@ -1,0 +1,86 @@
+"""Recorded calls summed by model, session, day or kind, each with its cost, and how that is shown to a person."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Literal
+
+from ..providers.base import Usage
+from .calls import Call, recorded_calls
+from .prices import HOW_TO_PRICE, Prices
+
+GroupBy = Literal["model", "session", "day", "kind"]
+
+
+@dataclass
+class Totals:
+    """Tokens, calls and cost of a group of calls; `unpriced` names the profiles and models without a price."""
+
+    usage: Usage = field(default_factory=Usage)
+    calls: int = 0
+    cost: Decimal = Decimal(0)
+    unpriced: set[tuple[str, str]] = field(default_factory=set[tuple[str, str]])
+
+    def add(self, call: Call, cost: Decimal | None) -> None:
+        self.usage = self.usage + call.usage
+        self.calls += call.count
+        if cost is None:
+            self.unpriced.add((call.provider, call.model))
+        else:
+            self.cost += cost
+
+    @property
+    def cached_share(self) -> float:
+        """The part of the prompt tokens read from the provider's cache."""
+        return self.usage.cache_read_tokens / self.usage.input_tokens if self.usage.input_tokens else 0.0
+
+    @property
+    def shown_cost(self) -> str:
+        """`$0.0123`; `?` when no call has a price, `$0.0123 + ?` when some lack one (never a made-up 0)."""
+        if self.unpriced and not self.cost:
+            return "?"
+        return f"${self.cost:,.4f}" + (" + ?" if self.unpriced else "")
+
+
+def tally(
+    state: Path, prices: Prices, since: dt.datetime, by: GroupBy, zone: dt.tzinfo | None = None
+) -> tuple[dict[str, Totals], Totals]:
+    """The calls from `since` on in the home's `state`, summed by `by` (days in `zone`, default local), and all."""
+    groups: dict[str, Totals] = {}
+    total = Totals()
+    for call in recorded_calls(state, since):
+        cost = prices.cost(call.provider, call.model, call.usage, call.when)
+        groups.setdefault(_key(call, by, zone), Totals()).add(call, cost)
+        total.add(call, cost)
+    return dict(sorted(groups.items())), total
+
+
+def _key(call: Call, by: GroupBy, zone: dt.tzinfo | None) -> str:
+    if by == "model":
+        return f"{call.model or '?'} ({call.provider.partition(':')[0] or '?'})"
+    if by == "session":
+        return call.session
+    if by == "day":
+        return f"{call.when.astimezone(zone):%Y-%m-%d}"
+    return call.kind
+
+
+def price_hints(unpriced: Iterable[tuple[str, str]]) -> list[str]:
+    """One line per profile whose model has no known price, saying how to give it one."""
+    return [
+        f"no price known for {model or '?'}: {HOW_TO_PRICE.format(label=provider)}"
+        for provider, model in sorted(unpriced)
+    ]
+
+
+def today_line(totals: Totals) -> str:
+    """Today's spending in one sentence (`/usage`)."""
+    usage = totals.usage
+    return (
+        f"Today: {totals.calls:,} model calls, {usage.input_tokens:,} tokens in ({totals.cached_share:.0%} cached), "
+        f"{usage.output_tokens:,} out, cost {totals.shown_cost}."
+    )
