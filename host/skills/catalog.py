@@ -101,12 +101,34 @@ class Catalog:
         return [skill for skill in self.skills if skill.model_invocable]
 
 
-def discover(dirs: Sequence[Path], environ: Mapping[str, str], tools: Collection[str]) -> Catalog:
-    """Every `<dir>/<folder>/SKILL.md`, highest precedence first; a name found twice keeps the first."""
+Found = list[tuple[Path, Skill | SkillError]]
+
+
+class SkillShelf:
+    """The skill folders as last read, read again only when a stat pass over them finds a change (a skill root or
+    folder added, removed or renamed, a SKILL.md written): a turn then parses no YAML for skills that did not change.
+    """
+
+    def __init__(self) -> None:
+        self._stamp: list[object] | None = None
+        self._found: Found = []
+
+    def read(self, dirs: Sequence[Path]) -> Found:
+        stamp = _stamp(dirs)
+        if stamp != self._stamp:
+            self._found, self._stamp = list(_read_all(dirs)), stamp
+        return self._found
+
+
+def discover(
+    dirs: Sequence[Path], environ: Mapping[str, str], tools: Collection[str], shelf: SkillShelf | None = None
+) -> Catalog:
+    """Every `<dir>/<folder>/SKILL.md`, highest precedence first; a name found twice keeps the first. Requirements
+    are checked each time (PATH, variables and servers' tools change without the folders changing)."""
     skills: list[Skill] = []
     left_out: list[LeftOut] = []
     seen: dict[str, Path] = {}
-    for file, skill in _read_all(dirs):
+    for file, skill in shelf.read(dirs) if shelf is not None else _read_all(dirs):
         if isinstance(skill, SkillError):
             left_out.append(LeftOut(file.parent.name, file, str(skill)))
         elif skill.name in seen:
@@ -203,6 +225,28 @@ def _read_all(dirs: Sequence[Path]) -> Iterator[tuple[Path, Skill | SkillError]]
                 yield file, read_skill(file)
             except SkillError as exc:
                 yield file, exc
+
+
+def _stamp(dirs: Sequence[Path]) -> list[object]:
+    """What a change to the skills changes: each root's and skill folder's identity and time, each SKILL.md's
+    identity, time and size (stat only, nothing read)."""
+    stamp: list[object] = []
+    for directory in dirs:
+        stamp.append(_identity(directory))
+        try:
+            folders = sorted(entry for entry in directory.iterdir() if entry.is_dir())
+        except OSError:
+            continue
+        stamp += [(folder.name, _identity(folder), _identity(folder / SKILL_FILE)) for folder in folders]
+    return stamp
+
+
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size
 
 
 def _requirements(own: dict[str, Any], openclaw: dict[str, Any]) -> Requirements:

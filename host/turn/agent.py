@@ -17,7 +17,7 @@ from ..mcp.subagents import Subagent, SubagentWatch, runtime_fact
 from ..providers.base import Provider, Usage
 from ..session.routing import shared
 from ..session.transcript import Session, SessionStore
-from ..skills.catalog import Catalog, discover, pool_tools, prompt_section
+from ..skills.catalog import Catalog, SkillShelf, discover, pool_tools, prompt_section
 from ..skills.invocation import invoke
 from ..trust.untrusted import fence
 from .budget import Budget
@@ -49,6 +49,7 @@ class Agent:
     last_context_chars: dict[str, int] = field(default_factory=dict[str, int])
     budget: Budget | None = None
     subagents: SubagentWatch = field(init=False)
+    shelf: SkillShelf = field(default_factory=SkillShelf)
 
     def __post_init__(self) -> None:
         self.subagents = SubagentWatch(self.pool)
@@ -63,7 +64,7 @@ class Agent:
 
     def skills(self) -> Catalog:
         """The skills found now, their requirements checked against the environment and the servers' tools."""
-        return discover(self.settings.skill_dirs, self.settings.skills.environ, pool_tools(self.pool))
+        return discover(self.settings.skill_dirs, self.settings.skills.environ, pool_tools(self.pool), self.shelf)
 
     def system_prompt(
         self,

@@ -10,7 +10,7 @@ import pytest
 
 from hermitcrab.host.config import Settings, SkillSettings, load_settings
 from hermitcrab.host.errors import ConfigError
-from hermitcrab.host.skills.catalog import discover, prompt_section, read_skill, report
+from hermitcrab.host.skills.catalog import SkillShelf, discover, prompt_section, read_skill, report
 from hermitcrab.host.skills.tool import read
 
 
@@ -144,3 +144,24 @@ def test_a_mistyped_skills_key_names_the_nearest(hermitcrab_home: Path):
 
     with pytest.raises(ConfigError, match=re.escape("skills.extra_dir: unknown key (did you mean 'extra_dirs'?)")):
         load_settings({"HERMITCRAB_HOME": str(hermitcrab_home)})
+
+
+def test_a_shelf_parses_skills_again_only_when_a_stat_pass_finds_a_change(tmp_path: Path):
+    skills = tmp_path / "skills"
+    write_skill(skills, "deploy", description="Ships it.")
+    shelf = SkillShelf()
+    assert [s.description for s in discover([skills], {}, set(), shelf).skills] == ["Ships it."]
+
+    file = skills / "deploy" / "SKILL.md"
+    seen = file.stat()
+    file.write_text(file.read_text().replace("Ships it.", "Sinks it."))  # same size, then the same time
+    os.utime(file, ns=(seen.st_atime_ns, seen.st_mtime_ns))
+    assert [s.description for s in discover([skills], {}, set(), shelf).skills] == ["Ships it."]  # not read again
+
+    write_skill(skills, "deploy", description="Ships it, then tells.")
+    assert [s.description for s in discover([skills], {}, set(), shelf).skills] == ["Ships it, then tells."]
+    write_skill(skills, "backup")
+    assert [s.name for s in discover([skills], {}, set(), shelf).skills] == ["backup", "deploy"]
+    (skills / "backup" / "SKILL.md").unlink()
+    assert [s.name for s in discover([skills], {}, set(), shelf).skills] == ["deploy"]
+    assert discover([skills], {}, set(), shelf) == discover([skills], {}, set())
