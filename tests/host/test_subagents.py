@@ -8,6 +8,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -52,6 +53,11 @@ async def host(tmp_path: Path, provider: ScriptedProvider, channel: RecordingCha
         group.cancel_scope.cancel()
 
 
+def told(request: dict[str, Any]) -> str:
+    """What a request tells the model of its turn: the system prompt and the turn's own message (its runtime facts)."""
+    return f"{request['system']}\n{request['messages'][-1].content}"
+
+
 def spawn_call(call_id: str, cli: str, label: str) -> tuple[str, str, dict[str, object]]:
     return (call_id, "sessions_spawn", {"task": f"{label} task", "label": label, "runtime": "cli", "cli": cli})
 
@@ -66,9 +72,9 @@ async def test_a_running_child_shows_in_its_sessions_prompt_and_status_and_nowhe
 
     spawned = json.loads(provider.seen[1]["messages"][-1].content)
     assert spawned["status"] == "accepted"
-    assert "Sub-agents still working" not in provider.seen[0]["system"]
-    assert 'Sub-agents still working for this session (1): "research" (run ' in provider.seen[2]["system"]
-    assert "wait for all of them before you give your final answer" in provider.seen[2]["system"]
+    assert "Sub-agents still working" not in told(provider.seen[0])
+    assert 'Sub-agents still working for this session (1): "research" (run ' in told(provider.seen[2])
+    assert "wait for all of them before you give your final answer" in told(provider.seen[2])
     assert f'Sub-agents running:\n- "research" (run {spawned["run_id"]}, ' in own
     assert "Sub-agents running: none" in other
 
@@ -116,7 +122,7 @@ async def test_a_turn_asks_spawn_only_when_something_may_have_changed(tmp_path: 
             if reply is not None:
                 provider.say(reply)
             await gateway.process(Event("message", text, CHAT, session_key="chat-7", principal=OWNER))
-            return provider.seen[-1]["system"]
+            return told(provider.seen[-1])
 
         await say("hello")
         await say("hello again")
