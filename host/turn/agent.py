@@ -25,7 +25,7 @@ from .compaction import Compacted
 from .context import ContextKeeper
 from .flush import FlushTarget
 from .loop import TurnResult, run_turn
-from .persona import PersonaFile, load_persona, render_persona
+from .persona import PersonaFile, PersonaReader, load_persona, render_persona
 from .stream import TurnStream
 from .toolbox import Conversation, HostToolbox
 
@@ -50,6 +50,7 @@ class Agent:
     budget: Budget | None = None
     subagents: SubagentWatch = field(init=False)
     shelf: SkillShelf = field(default_factory=SkillShelf)
+    persona_reader: PersonaReader = field(default_factory=PersonaReader)
 
     def __post_init__(self) -> None:
         self.subagents = SubagentWatch(self.pool)
@@ -60,7 +61,8 @@ class Agent:
 
     def persona(self, event: Event) -> list[PersonaFile]:
         """The bootstrap files as they would be injected now for this event (private ones only in private turns)."""
-        return load_persona(self.settings.workspace, today=self.now().date(), private=private_turn(event))
+        today, private = self.now().date(), private_turn(event)
+        return load_persona(self.settings.workspace, today=today, private=private, reader=self.persona_reader)
 
     def skills(self) -> Catalog:
         """The skills found now, their requirements checked against the environment and the servers' tools."""

@@ -1,9 +1,11 @@
-"""Read the persona bootstrap files from the workspace, every turn, within a character budget."""
+"""Read the persona bootstrap files from the workspace, every turn, within a character budget; a `PersonaReader`
+reads a file again only when a stat says it changed."""
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermitcrab.util.persona_files import BOOTSTRAP_ORDER
@@ -32,6 +34,27 @@ class PersonaFile:
         return not self.missing and len(self.text) < self.chars
 
 
+_Stamp = tuple[int, int, int, int]
+
+
+@dataclass
+class PersonaReader:
+    """The persona files' texts as last read, each read again only when its inode, size or time changed: the files
+    go into every turn's prompt, and most turns change none of them."""
+
+    _texts: dict[Path, tuple[_Stamp, str]] = field(default_factory=dict[Path, tuple[_Stamp, str]])
+
+    def read(self, path: Path) -> str:
+        info = os.stat(path)
+        stamp = (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+        known = self._texts.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        text = path.read_text(encoding="utf-8", errors="replace")
+        self._texts[path] = (stamp, text)
+        return text
+
+
 def load_persona(
     workspace: Path,
     *,
@@ -40,6 +63,7 @@ def load_persona(
     subagent: bool = False,
     max_file_chars: int = MAX_FILE_CHARS,
     max_total_chars: int = MAX_TOTAL_CHARS,
+    reader: PersonaReader | None = None,
 ) -> list[PersonaFile]:
     """The bootstrap files in injection order, then yesterday's and today's daily memory logs.
 
@@ -63,7 +87,7 @@ def load_persona(
         if (why := _not_the_workspaces(path, workspace)) is not None:
             files.append(PersonaFile(name, f"[{name} omitted: {why}]", 0))
             continue
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = reader.read(path) if reader is not None else path.read_text(encoding="utf-8", errors="replace")
         if name in OPTIONAL_FILES and not text.strip():
             continue  # emptied: the first-run ritual is over (commands may not delete it, see docs/exec.md)
         limit = min(max_file_chars, budget)

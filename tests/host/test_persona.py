@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
-from hermitcrab.host.turn.persona import BOOTSTRAP_ORDER, load_persona, render_persona
+from hermitcrab.host.turn.persona import BOOTSTRAP_ORDER, PersonaReader, load_persona, render_persona
 
 TODAY = dt.date(2026, 11, 30)
 
@@ -96,3 +97,29 @@ def test_a_file_linked_in_from_elsewhere_is_named_but_never_injected(tmp_path: P
     assert "hard link" in files["MEMORY.md"] and "outside the workspace" in files["USER.md"]
     assert "PRIVATE KEY" not in render_persona(load_persona(ws, today=TODAY))
     assert files["SOUL.md"] == "content of SOUL.md"
+
+
+def test_a_reader_reads_a_file_again_only_when_a_stat_says_it_changed_and_still_checks_links(tmp_path: Path):
+    (tmp_path / "ws").mkdir()
+    ws = workspace(tmp_path / "ws")
+    reader = PersonaReader()
+    soul = ws / "SOUL.md"
+    seen = soul.stat()
+    assert texts(ws, reader)["SOUL.md"] == "content of SOUL.md"
+
+    soul.write_text("CONTENT OF SOUL.md")  # same size, then the same time: not read again
+    os.utime(soul, ns=(seen.st_atime_ns, seen.st_mtime_ns))
+    assert texts(ws, reader)["SOUL.md"] == "content of SOUL.md"
+    soul.write_text("a new soul")
+    assert texts(ws, reader)["SOUL.md"] == "a new soul"
+
+    secret = tmp_path / "key"
+    secret.write_text("PRIVATE KEY")
+    soul.unlink()
+    os.link(secret, soul)  # a hard link to a file from elsewhere, once read: still omitted
+    assert "omitted" in texts(ws, reader)["SOUL.md"]
+    assert texts(ws, reader) == texts(ws, None)
+
+
+def texts(ws: Path, reader: PersonaReader | None) -> dict[str, str]:
+    return {f.name: f.text for f in load_persona(ws, today=TODAY, reader=reader)}
