@@ -106,7 +106,8 @@ class Budget:
                 used["usd"] = used.get("usd", 0.0) + usd
 
     def _usd(self, answers: Sequence[Completion]) -> float:
-        if self.prices is None:
+        """What the answers cost, priced only when some budget is in money."""
+        if self.prices is None or all(limit.usd_per_day is None for limit in self.limits.values()):
             return 0.0
         usd = 0.0
         now = dt.datetime.now(dt.UTC)
@@ -150,5 +151,5 @@ def _over(limit: Limit, calls: float, tokens: float, usd: float) -> str | None:
     if limit.tokens_per_day is not None and tokens >= limit.tokens_per_day:
         return f"{limit.tokens_per_day:,} tokens"
     if limit.usd_per_day is not None and usd >= limit.usd_per_day:
-        return f"${limit.usd_per_day:,.2f}"
+        return f"{limit.usd_per_day:g} USD"
     return None

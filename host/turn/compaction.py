@@ -120,7 +120,7 @@ async def compact(session: Session, provider: Provider, budget: Budget, *, requi
         usage=calls.usage.as_entry(),
         calls=calls.count,
         model=calls.model,
-        provider=calls.provider,
+        provider=calls.answered_by,
         **({"failure": failure} if failure else {}),
     )
     logger.info("compacted %d entries of session %s in %d model calls", cut, session.key, calls.count)
@@ -134,13 +134,13 @@ class _Calls:
         self.provider = provider
         self.usage = Usage()
         self.count = 0
-        self.model = self.provider = ""  # who answered, so `hermitcrab usage` can price the calls
+        self.model = self.answered_by = ""  # who answered, so `hermitcrab usage` can price the calls
 
     async def summary(self, text: str, limit: int) -> str:
         completion = await self.provider.complete(PROMPT, [Message("user", text)], [])
         self.usage = self.usage + completion.usage
         self.count += 1
-        self.model, self.provider = completion.model, completion.provider
+        self.model, self.answered_by = completion.model, completion.provider
         return cut_middle(completion.message.content.strip(), limit, "the summary was too long")
 
 

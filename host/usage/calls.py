@@ -54,7 +54,8 @@ def recorded_calls(state: Path, since: dt.datetime) -> Iterator[Call]:
 def _session_keys(sessions: Path) -> dict[str, str]:
     """Transcript id -> session key, for the transcripts the index still names (older ones keep their file name)."""
     index = JsonFile(sessions / "sessions.json").load("session names are read from the file names")
-    return {str(record.get("id")): key for key, record in index.items() if isinstance(record, dict)}
+    records = {key: cast(dict[str, object], record) for key, record in index.items() if isinstance(record, dict)}
+    return {str(record.get("id")): key for key, record in records.items()}
 
 
 def _read(path: Path, session: str, since: dt.datetime, *, subagent: bool) -> Iterator[Call]:

@@ -207,7 +207,7 @@ async def test_a_budget_in_money_refuses_the_turn_once_spent(tmp_path: Path):
     third = await gateway.process(Event("message", "three", OWNER_DM, chat="direct", principal=OWNER))
 
     assert first == "One." and second == "never asked"  # $0.00028, then $0.00056: spent only after the second
-    assert third is not None and "used up for today" in third and "$0.00" in third
+    assert third is not None and "used up for today" in third and "(0.0005 USD)" in third
     assert len(provider.seen) == 2
 
 
