@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Literal
@@ -49,12 +49,32 @@ class Totals:
 def tally(
     state: Path, prices: Prices, since: dt.datetime, by: GroupBy, zone: dt.tzinfo | None = None
 ) -> tuple[dict[str, Totals], Totals]:
-    """The calls from `since` on in the home's `state`, summed by `by` (days in `zone`, default local), and all."""
+    """The calls from `since` on in the home's `state`, summed by `by` (days in `zone`, default local), and all.
+
+    Calls of one row, model and UTC day are priced once, summed, where the price allows (`Prices.summable`)."""
+    summed: dict[tuple[str, str, str, dt.date], Call] = {}
+    summable: dict[tuple[str, str, dt.date], bool] = {}
+    alone: list[tuple[str, Call]] = []
+    for call in recorded_calls(state, since):
+        key, day = _key(call, by, zone), call.when.astimezone(dt.UTC).date()
+        together = summable.get((call.provider, call.model, day))
+        if together is None:
+            together = summable[call.provider, call.model, day] = prices.summable(call.provider, call.model, call.when)
+        if not together:
+            alone.append((key, call))
+            continue
+        bucket = (key, call.provider, call.model, day)
+        earlier = summed.get(bucket)
+        summed[bucket] = (
+            call
+            if earlier is None
+            else replace(earlier, usage=earlier.usage + call.usage, count=earlier.count + call.count)
+        )
     groups: dict[str, Totals] = {}
     total = Totals()
-    for call in recorded_calls(state, since):
+    for key, call in [*((bucket[0], call) for bucket, call in summed.items()), *alone]:
         cost = prices.cost(call.provider, call.model, call.usage, call.when)
-        groups.setdefault(_key(call, by, zone), Totals()).add(call, cost)
+        groups.setdefault(key, Totals()).add(call, cost)
         total.add(call, cost)
     return dict(sorted(groups.items())), total
 
