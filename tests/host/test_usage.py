@@ -11,6 +11,7 @@ from pathlib import Path
 
 import genai_prices
 import pytest
+from genai_prices import data_snapshot
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
@@ -116,6 +117,7 @@ def test_usage_sums_tokens_cached_share_calls_and_cost_at_genai_prices(hermitcra
     assert row(by_model, "total")[1:] == ["292,000", "45%", "3,300", "3", f"${mini + sonnet:,.4f}"]
     assert row(by_session, "main")[-1] == f"${mini:,.4f}" and row(by_session, "discord:dm:7")[4] == "1"
     assert "no price known" not in by_model
+    assert not data_snapshot.get_snapshot().from_auto_update  # the bundled prices: nothing was fetched
 
 
 def test_a_profile_price_a_local_model_and_an_unknown_one_which_shows_as_unknown_with_a_hint(hermitcrab_home: Path):
