@@ -70,10 +70,10 @@ class Prices:
 
 @cache
 def _lookup(model: str, base_url: str | None, kind: str) -> tuple[priced.Provider, priced.ModelInfo] | None:
-    """genai-prices' entry for `model` at the profile's provider (by its URL, else its kind), else wherever the
-    name is known; None when nowhere."""
+    """genai-prices' entry for `model` at the profile's provider, found by its URL, else by its kind; None when not
+    known there. Never a provider found by the model's name alone: a self-hosted `llama3.1` is not Groq's."""
     snapshot = data_snapshot.get_snapshot()
-    for provider_id, url in (*(((None, base_url),) if base_url else ()), (kind, None), (None, None)):
+    for provider_id, url in (*(((None, base_url),) if base_url else ()), (kind, None)):
         try:
             return snapshot.find_provider_model(model, None, provider_id, url)
         except LookupError:
