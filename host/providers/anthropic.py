@@ -13,6 +13,8 @@ from .base import Completion, Message, TextSink, ToolCall, ToolSpec, Usage, regi
 from .streaming import read_stream
 
 API_VERSION = "2023-06-01"
+CACHED = {"type": "ephemeral"}
+"""A cache breakpoint: the prompt up to and including the block it marks is cached for the next calls."""
 
 
 class AnthropicProvider(HttpProvider):
@@ -25,14 +27,15 @@ class AnthropicProvider(HttpProvider):
     ) -> Completion:
         payload: dict[str, Any] = {
             "model": self.profile.model,
-            "system": system,
-            "messages": to_wire(messages),
+            "system": [{"type": "text", "text": system, "cache_control": CACHED}] if system else system,
+            "messages": with_breakpoints(to_wire(messages)),
             "max_tokens": self.profile.max_tokens,
         }
         if tools:
             payload["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
             ]
+            payload["tools"][-1]["cache_control"] = CACHED
         headers = {"anthropic-version": API_VERSION}
         if self.profile.api_key:
             headers["x-api-key"] = self.profile.api_key
@@ -54,6 +57,16 @@ def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
             wire[-1]["content"].extend(blocks)
         else:
             wire.append({"role": role, "content": blocks})
+    return wire
+
+
+def with_breakpoints(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`wire` with cache breakpoints at the end of the newest message and of the one two before it (where the
+    previous call ended: one answer and one user turn were added since), so the next call reads all history from the
+    cache however many blocks a turn adds. With the tools' and the system prompt's, that is the API's limit of 4."""
+    for message in wire[-1::-2][:2]:
+        if message["content"]:
+            message["content"][-1]["cache_control"] = CACHED
     return wire
 
 

@@ -101,6 +101,8 @@ class View:
         if kind in ("user", "assistant") and pending:
             shown.extend(_interrupted(pending))
         if kind == "user":
+            note = entry.get("note")  # the host's note on the turn (when, where, who), a message of its own
+            shown.extend([Message("user", str(note))] if note else [])
             shown.append(Message("user", entry.get("text", "")))
         elif kind == "assistant":
             shown.append(Message("assistant", entry.get("text", "")))
@@ -248,7 +250,7 @@ def entry_chars(entry: dict[str, Any]) -> int:
     """Characters an entry adds to the model's context (for the four-characters-a-token estimate)."""
     arguments = entry.get("arguments")
     extra = len(json.dumps(arguments, ensure_ascii=False)) + len(str(entry.get("name", ""))) if arguments else 0
-    return len(str(entry.get("text", ""))) + extra + MESSAGE_OVERHEAD_CHARS
+    return len(str(entry.get("text", ""))) + len(str(entry.get("note", ""))) + extra + MESSAGE_OVERHEAD_CHARS
 
 
 def _reported(entry: dict[str, Any]) -> int:

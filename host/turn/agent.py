@@ -30,6 +30,7 @@ from .stream import TurnStream
 from .toolbox import Conversation, HostToolbox
 
 SYSTEM_TEMPLATE = files("hermitcrab.host.turn").joinpath("system_prompt.md").read_text(encoding="utf-8")
+NOTE_TEMPLATE = files("hermitcrab.host.turn").joinpath("runtime_note.md").read_text(encoding="utf-8").strip()
 
 Clock = Callable[[], dt.datetime]
 UNKNOWN_DISPLAY = "not known to the host: plain text of moderate length is safest"
@@ -68,27 +69,29 @@ class Agent:
         """The skills found now, their requirements checked against the environment and the servers' tools."""
         return discover(self.settings.skill_dirs, self.settings.skills.environ, pool_tools(self.pool), self.shelf)
 
-    def system_prompt(
-        self,
-        event: Event,
-        toolbox: HostToolbox,
-        subagents: Sequence[Subagent] = (),
-        display: str | None = None,
-    ) -> str:
-        now = self.now()
+    def system_prompt(self, event: Event, toolbox: HostToolbox) -> str:
+        """The part of the prompt that stays byte-identical from turn to turn (a provider caches its prefix): the
+        tools, skills and persona, nothing that changes with the time, the speaker or the channel."""
         persona = self.persona(event)
         self.last_persona[event.session_key] = persona
         return SYSTEM_TEMPLATE.format(
+            tools=", ".join(sorted(spec.name for spec in toolbox.specs())),
+            skills=prompt_section(toolbox.skills, self.settings.skills.prompt_chars),
+            persona=render_persona(persona),
+        )
+
+    def runtime_note(self, event: Event, subagents: Sequence[Subagent] = (), display: str | None = None) -> str:
+        """What changes per turn, at the head of the turn's own message, so it comes after the cached prefix, and
+        is kept with that message (`loop.run_turn`): the history a later turn sends stays the same bytes."""
+        now = self.now()
+        return NOTE_TEMPLATE.format(
             now=now.strftime("%A %Y-%m-%d %H:%M"),
             timezone=now.tzname() or "local time",
             channel=event.target.channel,
             display=display or UNKNOWN_DISPLAY,
             session=event.session_key,
             user=_sender(event),
-            tools=", ".join(spec.name for spec in toolbox.specs()),
             subagents=runtime_fact(list(subagents)),
-            skills=prompt_section(toolbox.skills, self.settings.skills.prompt_chars),
-            persona=render_persona(persona),
         )
 
     def session(self, key: str) -> Session:
@@ -117,16 +120,20 @@ class Agent:
             provider=self.provider,
             toolbox=toolbox,
             session=session,
-            system=self.system_prompt(event, toolbox, subagents, display),
+            system=self.system_prompt(event, toolbox),
             user_text=fence(text, event.principal.label) if event.principal.data else text,
+            note=self.runtime_note(event, subagents, display),
             settings=settings if private_turn(event) else replace(settings, memory_flush=False),
             stream=stream,
             flush_target=self.flush_target(),
             inbound=event.inbound_id,
+            trigger=event.kind,
         )
         self.last_context_chars[event.session_key] = result.context_chars
         if self.budget is not None:
-            self.budget.charge(event.principal.rights, self.now().date(), result.model_calls, result.usage)
+            self.budget.charge(
+                event.principal.rights, self.now().date(), result.model_calls, result.usage, result.answers
+            )
         return result
 
     def toolbox(self, event: Event, conversation: Conversation, catalog: Catalog | None = None) -> HostToolbox:

@@ -75,7 +75,7 @@ def test_system_prompt_holds_persona_files_in_order(hermitcrab, llm, hermitcrab_
     order = ["AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"]
     positions = [system.index(f"## {name}") for name in order]
     assert positions == sorted(positions)
-    assert "Channel: cli" in system
+    assert "Channel: cli" in llm.requests[0]["messages"][-2]["content"]  # the host's note, before the message
 
 
 def test_session_continues_after_restart(hermitcrab, llm):

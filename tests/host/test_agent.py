@@ -46,7 +46,7 @@ async def test_a_server_killed_between_two_turns_is_restarted(tmp_path: Path):
     assert int(second.content) != first_pid
 
 
-async def test_system_prompt_carries_runtime_facts(tmp_path: Path):
+async def test_the_newest_message_carries_the_runtime_facts_and_the_system_prompt_the_lasting_ones(tmp_path: Path):
     provider = ScriptedProvider().say("ok")
     settings = Settings(home=tmp_path, providers=(), servers=(), agent=AgentSettings(timezone="Asia/Tokyo"))
     agent = Agent(settings, provider, None, SessionStore(tmp_path / "sessions"))
@@ -57,9 +57,10 @@ async def test_system_prompt_carries_runtime_facts(tmp_path: Path):
         Event("message", "hi", alice, principal=OWNER)
     )
 
-    system = provider.seen[0]["system"]
-    assert "(JST)" in system and "Channel: test" in system and "ask_user, message" in system
-    assert "From: the owner in conversation 'room'" in system
+    system, (note, said) = provider.seen[0]["system"], provider.seen[0]["messages"][-2:]
+    assert "(JST)" in note.content and "Channel: test" in note.content
+    assert "From: the owner in conversation 'room'" in note.content and said.content == "hi"
+    assert "ask_user, message" in system and "(JST)" not in system
     assert "[missing: AGENTS.md does not exist in the workspace]" in system
 
 

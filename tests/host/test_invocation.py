@@ -110,7 +110,7 @@ async def test_the_runtime_facts_say_what_the_channel_can_show(tmp_path: Path):
     await gateway.process(Event("message", "hi", TERMINAL, principal=OWNER))
     await gateway.process(Event("message", "hi", ROOM, session_key="room", principal=OWNER))
 
-    terminal, phone = provider.seen[0]["system"], provider.seen[1]["system"]
+    terminal, phone = (seen["messages"][-2].content for seen in provider.seen)  # the note before the message
     assert "it shows a terminal: long output" in terminal and "tiny test screen" not in terminal
     assert "it shows a tiny test screen: 20 characters" in phone
 

@@ -1,11 +1,13 @@
 """A scripted LLM server on 127.0.0.1 speaking the OpenAI chat completions and Anthropic Messages wire formats.
 
 Asked to stream (`"stream": true`), it sends a scripted body as server-sent events (`fake_llm_stream.py`), with a
-pause between events, a gate to hold the rest back, or a cut mid-way, as the reply says.
+pause between events, a gate to hold the rest back, or a cut mid-way, as the reply says. For each request it also
+measures the part a provider's prefix cache could serve (`Prompt`).
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -13,7 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import uvicorn
@@ -61,6 +63,8 @@ class FakeLLM:
     gate: threading.Event = field(default_factory=threading.Event)
     streamed_at: list[float] = field(default_factory=list)
     """When each streamed event went out (`time.monotonic()`), for measuring what a client shows how soon."""
+    prompts: list[Prompt] = field(default_factory=list)
+    """Each request's prompt as a prefix cache sees it, in the order they came."""
 
     def release(self) -> None:
         """Let a stream held by `Reply.hold_after` go on."""
@@ -73,6 +77,54 @@ class FakeLLM:
 
     def enqueue(self, *replies: Reply | dict[str, Any]) -> None:
         self.script.extend(r if isinstance(r, Reply) else Reply(r) for r in replies)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A request's prompt in the order a provider caches it (tools, system, messages), one serialized piece each,
+    and `shared`: how many of its first characters some earlier request began with, the part a prefix cache could
+    serve. Like a provider's cache it keeps every earlier prefix (not only the last one), and compares content only:
+    `cache_control` marks, the model and the sampling settings are no part of it."""
+
+    pieces: tuple[str, ...]
+    shared: int
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    @property
+    def newest_at(self) -> int:
+        """Where the newest message begins: everything before it is the history and the fixed part."""
+        return len(self.text) - len(self.pieces[-1])
+
+    @classmethod
+    def of(cls, request: dict[str, Any], earlier: list[Prompt]) -> Prompt:
+        system = request.get("system")
+        parts = [*request.get("tools", []), *([system] if system else []), *request.get("messages", [])]
+        pieces = tuple(json.dumps(_content(part), ensure_ascii=False) + "\n" for part in parts)
+        text = "".join(pieces)
+        return cls(pieces, max((common_prefix(text, e.text) for e in earlier), default=0))
+
+
+def _content(part: object) -> object:
+    if isinstance(part, dict):
+        return {k: _content(v) for k, v in cast(dict[str, object], part).items() if k != "cache_control"}
+    if isinstance(part, list):
+        return [_content(v) for v in cast(list[object], part)]
+    return part
+
+
+def common_prefix(a: str, b: str) -> int:
+    """The length of the longest prefix `a` and `b` share (halving the range, so each step is one C comparison)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def fake_llm_env(home: Path, llm: FakeLLM, api_key: str = "sk-test-secret") -> dict[str, str]:
@@ -149,6 +201,7 @@ def _app(fake: FakeLLM) -> Starlette:
     async def answer(request: Request) -> Response:
         asked = await request.json()
         fake.requests.append(asked)
+        fake.prompts.append(Prompt.of(asked, fake.prompts))
         fake.headers.append(dict(request.headers))
         if not fake.script:
             return JSONResponse({"error": {"message": "the fake LLM has no scripted reply left"}}, status_code=400)

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from hermitcrab.host.config import ProviderProfile
-from hermitcrab.host.providers import Message, Usage, create
+from hermitcrab.host.providers import Message, ToolSpec, Usage, create
 from hermitcrab.host.session.transcript import Transcript
 from tests.support.fake_llm import FakeLLM, anthropic_text, openai_text, running_fake_llm
 
@@ -68,3 +68,19 @@ def test_a_usage_entry_written_before_cache_counts_reads_them_as_zero(tmp_path: 
         '{"id": "a1", "kind": "assistant", "text": "hi", "usage": {"input_tokens": 9, "output_tokens": 2}}\n'
     )
     assert Transcript(path).view().usage == Usage(input_tokens=9, output_tokens=2)
+
+
+async def test_the_anthropic_request_marks_tools_system_and_the_recent_history_for_the_cache(llm: FakeLLM):
+    history = [Message("user", f"message {n}") if n % 2 == 0 else Message("assistant", f"answer {n}") for n in range(7)]
+    tools = [ToolSpec(name, "a tool", {"type": "object"}) for name in ("alpha", "beta", "gamma")]
+    llm.enqueue(anthropic_text("hi"))
+    async with httpx.AsyncClient() as client:
+        provider = create(ProviderProfile("anthropic", "fake-claude", llm.url.removesuffix("/v1")), client)
+        await provider.complete("the persona", history, tools)
+
+    request = llm.requests[0]
+    marked = [tool["name"] for tool in request["tools"] if "cache_control" in tool]
+    assert marked == ["gamma"] and request["system"][0]["cache_control"] == {"type": "ephemeral"}
+    in_history = [m["content"][0]["text"] for m in request["messages"] if "cache_control" in m["content"][-1]]
+    assert in_history == ["message 4", "message 6"]  # where the previous call ended, and the newest
+    assert len(marked) + 1 + len(in_history) == 4  # the API allows no more

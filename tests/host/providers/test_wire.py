@@ -62,8 +62,9 @@ async def test_anthropic_uses_tool_use_and_tool_result_blocks():
             )
 
     request = llm.requests[0]
-    assert request["system"] == "sys"
+    assert request["system"] == [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}]
     assert request["tools"][0]["input_schema"]["type"] == "object"
+    assert request["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     assert request["messages"][1]["content"] == [
         {"type": "tool_use", "id": "c1", "name": "add", "input": {"a": 1, "b": 2}}
     ]
@@ -72,6 +73,7 @@ async def test_anthropic_uses_tool_use_and_tool_result_blocks():
         "tool_use_id": "c1",
         "content": "3",
         "is_error": False,
+        "cache_control": {"type": "ephemeral"},
     }
     assert llm.headers[0]["x-api-key"] == "ak"
     assert first.message.content == "Let me check."
