@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from hermitcrab.host.gateway.commands import status
 from hermitcrab.host.gateway.gateway import Gateway
 from hermitcrab.host.gateway.triggers import relay_server_events
 from hermitcrab.host.mcp.pool import McpPool, ServerEvent
+from hermitcrab.host.providers import Message
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
 from tests.support.channels import RecordingChannel
@@ -54,8 +56,11 @@ async def host(tmp_path: Path, provider: ScriptedProvider, channel: RecordingCha
 
 
 def told(request: dict[str, Any]) -> str:
-    """What a request tells the model of its turn: the system prompt and the turn's own message (its runtime facts)."""
-    return f"{request['system']}\n{request['messages'][-1].content}"
+    """What a request tells the model of its turn: the system prompt and the turn's own messages (its runtime note
+    and text, after the history's last answer)."""
+    messages: list[Message] = request["messages"]
+    own = list(takewhile(lambda message: message.role == "user", reversed(messages)))
+    return "\n".join([request["system"], *(message.content for message in reversed(own))])
 
 
 def spawn_call(call_id: str, cli: str, label: str) -> tuple[str, str, dict[str, object]]:
