@@ -159,6 +159,9 @@ class ProviderProfile:
     api_key_env: str | None = None
     stream: bool = True
     """Ask for the answer as a stream when someone watches the turn; false for a server that streams badly."""
+    prompt_cache_key: bool | None = None
+    """Send an OpenAI-compatible server a `prompt_cache_key` per session, so one session's calls reach the machine
+    that cached its prompt; unset, only to api.openai.com (other servers may refuse a field they do not know)."""
     price: Annotated[ModelPrice | None, BeforeValidator(_free_or_table)] = None
     """What its answers cost, when genai-prices does not know its model; a loopback `base_url` costs 0 anyway."""
 

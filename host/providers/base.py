@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol, cast
 
@@ -101,6 +102,11 @@ class Completion:
     model: str = ""
     provider: str = ""
 
+
+cache_scope: ContextVar[str | None] = ContextVar("cache_scope", default=None)
+"""The session the model calls made in this context belong to, set for a turn (`turn.agent`), so a provider that
+routes calls by a cache key keeps one session's together. A context variable, not an argument: the Provider
+interface, and every wrapper and fake of it, stays as it is for a hint only one provider uses."""
 
 TextSink = Callable[[str], None]
 """Told each piece of the answer's text as the model streams it."""

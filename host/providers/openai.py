@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ..config import ProviderProfile
 from ..errors import ProviderError
 from ._http import HttpProvider
-from .base import Completion, Message, TextSink, ToolCall, ToolSpec, Usage, register, tool_call
+from .base import Completion, Message, TextSink, ToolCall, ToolSpec, Usage, cache_scope, register, tool_call
 from .streaming import read_stream
 
 
@@ -35,6 +38,9 @@ class OpenAIProvider(HttpProvider):
                 }
                 for t in tools
             ]
+        scope = cache_scope.get()
+        if scope is not None and sends_cache_key(self.profile):
+            payload["prompt_cache_key"] = hashlib.sha256(scope.encode()).hexdigest()[:32]  # not the session's name
         headers = {"Authorization": f"Bearer {self.profile.api_key}"} if self.profile.api_key else {}
         if on_delta is None or not self.profile.stream:
             return from_wire(await self._post("/chat/completions", payload, headers), self.label)
@@ -43,6 +49,13 @@ class OpenAIProvider(HttpProvider):
             return await read_stream(
                 response, ChunkAssembler(self.label), lambda body: from_wire(body, self.label), on_delta
             )
+
+
+def sends_cache_key(profile: ProviderProfile) -> bool:
+    """Whether `prompt_cache_key` goes out: as the profile says, else only to OpenAI's own API, which takes it."""
+    if profile.prompt_cache_key is not None:
+        return profile.prompt_cache_key
+    return urlsplit(profile.base_url).hostname == "api.openai.com"
 
 
 def to_wire(message: Message) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from ..config import Settings
 from ..events import Event
 from ..mcp.pool import McpPool, ServerEvent
 from ..mcp.subagents import Subagent, SubagentWatch, runtime_fact
-from ..providers.base import Provider, Usage
+from ..providers.base import Provider, Usage, cache_scope
 from ..session.routing import shared
 from ..session.transcript import Session, SessionStore
 from ..skills.catalog import Catalog, SkillShelf, discover, pool_tools, prompt_section
@@ -116,19 +116,23 @@ class Agent:
         session = self.session(event.session_key)
         text = invoked.message if invoked is not None and invoked.message else event.text
         settings = self.settings.agent
-        result = await run_turn(
-            provider=self.provider,
-            toolbox=toolbox,
-            session=session,
-            system=self.system_prompt(event, toolbox),
-            user_text=fence(text, event.principal.label) if event.principal.data else text,
-            note=self.runtime_note(event, subagents, display),
-            settings=settings if private_turn(event) else replace(settings, memory_flush=False),
-            stream=stream,
-            flush_target=self.flush_target(),
-            inbound=event.inbound_id,
-            trigger=event.kind,
-        )
+        scope = cache_scope.set(event.session_key)
+        try:
+            result = await run_turn(
+                provider=self.provider,
+                toolbox=toolbox,
+                session=session,
+                system=self.system_prompt(event, toolbox),
+                user_text=fence(text, event.principal.label) if event.principal.data else text,
+                note=self.runtime_note(event, subagents, display),
+                settings=settings if private_turn(event) else replace(settings, memory_flush=False),
+                stream=stream,
+                flush_target=self.flush_target(),
+                inbound=event.inbound_id,
+                trigger=event.kind,
+            )
+        finally:
+            cache_scope.reset(scope)
         self.last_context_chars[event.session_key] = result.context_chars
         if self.budget is not None:
             self.budget.charge(
