@@ -10,21 +10,24 @@ from decimal import Decimal
 from pathlib import Path
 
 import genai_prices
+import httpx
 import pytest
 from genai_prices import data_snapshot
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
-from hermitcrab.host.config import ConfigError, ModelPrice, Settings, load_settings
+from hermitcrab.host.config import ConfigError, ModelPrice, ProviderProfile, Settings, load_settings
 from hermitcrab.host.events import NOWHERE, OWNER, Event, Target, person
 from hermitcrab.host.gateway.gateway import Gateway
 from hermitcrab.host.gateway.heartbeat import BEAT, PROMPT
+from hermitcrab.host.providers import create
 from hermitcrab.host.providers.base import Completion, Message, Usage
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
 from hermitcrab.host.turn.budget import DEFAULT_LIMITS, TOTAL, Budget, Limit
 from hermitcrab.host.usage.prices import Prices
 from tests.support.channels import RecordingChannel
+from tests.support.fake_llm import anthropic_text, openai_text, running_fake_llm
 from tests.support.scripted_provider import ScriptedProvider
 
 PROFILES = """
@@ -228,3 +231,50 @@ def test_the_config_takes_a_money_budget_and_prices_and_refuses_a_bare_price(her
 def _settings(home: Path) -> Settings:
     (home / "config.toml").write_text(PROFILES)
     return load_settings({"HERMITCRAB_HOME": str(home)})
+
+
+@pytest.mark.parametrize(
+    ("kind", "body", "cached"),
+    [
+        (
+            "anthropic",
+            anthropic_text("hi")
+            | {
+                "usage": {
+                    "input_tokens": 50,
+                    "cache_read_input_tokens": 3000,
+                    "cache_creation_input_tokens": 200,
+                    "output_tokens": 7,
+                }
+            },
+            "92%",
+        ),
+        (
+            "openai",
+            openai_text("hi")
+            | {
+                "usage": {
+                    "prompt_tokens": 3250,
+                    "completion_tokens": 7,
+                    "prompt_tokens_details": {"cached_tokens": 3072},
+                }
+            },
+            "95%",
+        ),
+    ],
+)
+async def test_cached_tokens_a_real_provider_reports_are_shown_and_a_loopback_server_costs_nothing(
+    hermitcrab_home: Path, kind: str, body: dict[str, object], cached: str
+):
+    with running_fake_llm() as llm:
+        llm.enqueue(body)
+        profile = ProviderProfile(kind, "fake-model", llm.url if kind == "openai" else llm.url.removesuffix("/v1"))
+        config = f'[[providers]]\nkind = "{kind}"\nmodel = "fake-model"\nbase_url = "{profile.base_url}"\n'
+        (hermitcrab_home / "config.toml").write_text(config)  # the profile the answer names, on loopback
+        async with httpx.AsyncClient() as client:
+            completion = await create(profile, client).complete("sys", [Message("user", "hello")], [])
+    SessionStore(hermitcrab_home / "state" / "sessions").open("main").transcript.append_answer(completion)
+
+    output = listed(hermitcrab_home, "--by", "session")
+
+    assert row(output, "main")[1:] == ["3,250", cached, "7", "1", "$0.0000"]
