@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib.util
 import json
 import os
@@ -28,8 +29,11 @@ from ..config import DiscordSettings, ProviderProfile, Settings, load_settings
 from ..errors import ConfigError
 from ..inbox.deadletters import FOLDER, DeadLetters
 from ..mcp.pool import MAX_SAME_FAILURES, McpPool, ServerHandle
+from ..providers.base import Usage
 from ..skills.catalog import discover, pool_tools
 from ..turn.persona import BOOTSTRAP_ORDER
+from ..usage.prices import Prices
+from ..usage.tally import price_hints
 from .options import McpConfigOption
 
 console = Console()
@@ -76,6 +80,7 @@ async def run_checks(settings: Settings) -> list[Check]:
     async with httpx.AsyncClient() as client:
         for profile in settings.providers:
             checks.append(await _provider_check(client, profile))
+            checks.append(_price_check(Prices(settings.providers), profile))
         checks.extend(await _discord_checks(client, settings))
     checks.extend(await _server_checks(settings))
     checks.extend(_subagent_checks(settings))
@@ -249,6 +254,15 @@ def _subagent_checks(settings: Settings) -> list[Check]:
         f"put it in {settings.config_file} ([[providers]] api_key)"
     )
     return [Check("spawn", "sub-agent provider", False, detail, fatal=False)]
+
+
+def _price_check(prices: Prices, profile: ProviderProfile) -> Check:
+    """Whether `hermitcrab usage` and a money budget can price this profile's answers; a warning, not a fault."""
+    name = f"{profile.label} price"
+    cost = prices.cost(profile.label, profile.model, Usage(1_000_000, 1_000_000), dt.datetime.now(dt.UTC))
+    if cost is None:
+        return Check("provider", name, False, price_hints([(profile.label, profile.model)])[0], fatal=False)
+    return Check("provider", name, True, f"${cost:,.2f} per 1M tokens in and 1M out", fatal=False)
 
 
 def _deadletters_check(settings: Settings) -> Check:

@@ -27,6 +27,7 @@ from hermitcrab.host.turn.agent import Agent
 from hermitcrab.host.turn.budget import DEFAULT_LIMITS, TOTAL, Budget, Limit
 from hermitcrab.host.usage.prices import Prices
 from tests.support.channels import RecordingChannel
+from tests.support.cli_output import flowing
 from tests.support.fake_llm import anthropic_text, openai_text, running_fake_llm
 from tests.support.scripted_provider import ScriptedProvider
 
@@ -278,3 +279,17 @@ async def test_cached_tokens_a_real_provider_reports_are_shown_and_a_loopback_se
     output = listed(hermitcrab_home, "--by", "session")
 
     assert row(output, "main")[1:] == ["3,250", cached, "7", "1", "$0.0000"]
+
+
+def test_doctor_says_which_profiles_have_a_price_and_how_to_give_one(hermitcrab_home: Path):
+    (hermitcrab_home / "config.toml").write_text(
+        '[[providers]]\nmodel = "house-model"\nbase_url = "http://127.0.0.1:9/v1"\nname = "house"\n'
+        "price = {input = 1.0, output = 3.0}\n\n"
+        '[[providers]]\nmodel = "mystery-9"\nbase_url = "http://0.0.0.0:9/v1"\nname = "other"\n'  # not loopback
+    )
+
+    result = CliRunner().invoke(app, ["doctor"], env={"HERMITCRAB_HOME": str(hermitcrab_home), "COLUMNS": "300"})
+
+    shown = flowing(result.output)
+    assert "ok provider openai:house-model (house) price $4.00 per 1M tokens in and 1M out" in shown
+    assert "warn provider openai:mystery-9 (other) price no price known for mystery-9: set price =" in shown
