@@ -68,6 +68,11 @@ def system_of(request: dict[str, Any]) -> str:
     return request["messages"][0]["content"]
 
 
+def note_of(request: dict[str, Any]) -> str:
+    """The host's runtime note on the turn, the message before the turn's own."""
+    return request["messages"][-2]["content"]
+
+
 def last_message(request: dict[str, Any]) -> str:
     """The newest message's text; a sub-agent's result arrives fenced as data, and this is what the fence holds."""
     text = request["messages"][-1]["content"]
@@ -97,9 +102,9 @@ def test_two_children_finishing_in_the_opposite_order_are_both_announced_before_
     first, second = llm.requests[2], llm.requests[3]
     assert fenced(first["messages"][-1]["content"]) is not None  # a sub-agent's result is data, not an instruction
     assert last_message(first) == '[event from spawn]\n[sub-agent quick finished: ok] ["quick task"]'
-    assert 'Sub-agents still working for this session (1): "slowpoke"' in system_of(first)
+    assert 'Sub-agents still working for this session (1): "slowpoke"' in note_of(first)
     assert last_message(second) == '[event from spawn]\n[sub-agent slowpoke finished: ok] ["slowpoke task"]'
-    assert "Sub-agents still working" not in system_of(second)
+    assert "Sub-agents still working" not in note_of(second)
     wait_for(lambda: len(events_in_main(hermitcrab_home)) == 2, "both runs should be recorded in the main session")
 
 
