@@ -107,9 +107,8 @@ async def usage(agent: Agent, event: Event) -> str:
     """Today's model calls and their cost across every session of the home: the owner's money, so theirs alone."""
     if not event.principal.is_owner:
         return "Only the owner can see what the model calls cost (/usage)."
-    now = agent.now()
-    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    _, total = tally(agent.settings.state, Prices(agent.settings.providers), midnight, "kind", now.tzinfo)
+    midnight = agent.now().replace(hour=0, minute=0, second=0, microsecond=0).astimezone()  # a naive clock is local
+    _, total = tally(agent.settings.state, Prices(agent.settings.providers), midnight, "kind")
     return "\n".join([today_line(total), *price_hints(total.unpriced), "More: hermitcrab usage --by kind"])
 
 

@@ -179,7 +179,8 @@ def test_usage_tells_kinds_apart_and_counts_only_the_days_asked_for(hermitcrab_h
 async def test_slash_usage_shows_the_owner_todays_totals_and_cost_and_nobody_else(tmp_path: Path):
     settings = _settings(tmp_path)
     provider = ScriptedProvider(label="openai:house-model (house)").say("Hello.").say("Done.")
-    agent = Agent(settings, provider, None, SessionStore(settings.state / "sessions"))
+    noon = dt.datetime.now().replace(hour=12)  # a naive clock, as the agent's may be: local time
+    agent = Agent(settings, provider, None, SessionStore(settings.state / "sessions"), clock=lambda: noon)
     gateway = Gateway(agent, {"test": RecordingChannel()}, ask_timeout_s=1)
     await gateway.process(Event("message", "hi", OWNER_DM, chat="direct", principal=OWNER))
     await gateway.process(Event("heartbeat", PROMPT, NOWHERE, session_key="main", principal=BEAT, deliver=False))
