@@ -73,6 +73,7 @@ def _read(path: Path, session: str, since: dt.datetime, *, subagent: bool) -> It
             try:
                 entry = cast(dict[str, Any], json.loads(line))
                 when = dt.datetime.fromisoformat(str(entry["ts"]))
+                when = when if when.tzinfo else when.replace(tzinfo=dt.UTC)  # the transcript writes UTC
             except (ValueError, KeyError, TypeError, UnicodeDecodeError):
                 continue  # a torn line (the transcript skips it too)
             usage = entry.get("usage")
