@@ -66,11 +66,9 @@ def test_ctrl_c_cancels_the_running_turn_and_ctrl_c_at_the_prompt_leaves(
         ("assistant", "Here I am: 42."),
     ]
     assert len(llm.requests) == 3
-    assert [m["content"] for m in llm.requests[1]["messages"][-3:]] == [
-        "tell me a very long story",
-        CANCELLED,
-        "are you there?",
-    ]
+    said = [m["content"] for m in llm.requests[1]["messages"][-5:]]
+    assert said[0].startswith("[Now: ") and said[3].startswith("[Now: ")  # the host's note before each message
+    assert [said[1], said[2], said[4]] == ["tell me a very long story", CANCELLED, "are you there?"]
 
 
 def test_ctrl_c_while_the_agent_asks_cancels_the_turn_and_the_next_line_is_a_new_message(
