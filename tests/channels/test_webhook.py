@@ -202,7 +202,11 @@ async def test_a_streamed_hook_answers_with_its_turns_events_in_order_ending_wit
         {"type": "tool_started", "call_id": "c1", "name": "exec", "arguments": "ls"},
         {"type": "tool_finished", "call_id": "c1", "name": "exec", "ok": True, "duration_s": 0.5},
         {"type": "message_done", "text": "Hello", "tool_calls": 0},
-        {"type": "turn_done", "reply": "Hello", "usage": {"input_tokens": 3, "output_tokens": 2}},
+        {
+            "type": "turn_done",
+            "reply": "Hello",
+            "usage": {"input_tokens": 3, "output_tokens": 2, "cache_read_tokens": 0, "cache_write_tokens": 0},
+        },
     ]
     assert submitted[0].inbound_id is None and submitted[0].session_key.startswith("hook-")
 
