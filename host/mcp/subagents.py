@@ -31,15 +31,9 @@ class Subagent:
         return f'"{self.label}" (run {self.run_id}, {self.status}{since})'
 
 
-async def running_subagents(pool: McpPool | None, session_key: str) -> list[Subagent]:
-    """The session's queued and running sub-agents; a server that is down or slow just adds none."""
-    return (await _ask(pool, session_key))[0]
-
-
-async def _ask(pool: McpPool | None, session_key: str) -> tuple[list[Subagent], bool]:
-    """The sub-agents every lister named, and whether all of them answered (an answer worth keeping)."""
-    if pool is None:
-        return [], True
+async def _ask(pool: McpPool, session_key: str) -> tuple[list[Subagent], bool]:
+    """The sub-agents every lister named, and whether all of them answered (an answer worth keeping); a server
+    that is down or slow just adds none."""
     found: list[Subagent] = []
     unanswered = 0
     for name, route in pool.ready_routes(LIST_TOOL).items():
@@ -80,8 +74,10 @@ class SubagentWatch:
             pool.observers.append(self._heard)
 
     async def running(self, session_key: str) -> list[Subagent]:
-        """The session's queued and running sub-agents, as `running_subagents` would answer now."""
-        servers = frozenset(route.server for route in self.pool.ready_routes(LIST_TOOL).values()) if self.pool else ()
+        """The session's queued and running sub-agents, as every server that lists them would answer now."""
+        if self.pool is None:
+            return []
+        servers = frozenset(route.server for route in self.pool.ready_routes(LIST_TOOL).values())
         seen = self._seen.get(session_key)
         if seen is not None and seen.servers == servers:
             gone = self._clock() - seen.at
@@ -89,7 +85,7 @@ class SubagentWatch:
         changes, asked_at = self._changes, self._clock()
         children, answered = await _ask(self.pool, session_key)
         if answered and changes == self._changes and all(child.status != "queued" for child in children):
-            self._seen[session_key] = _Seen(children, frozenset(servers), asked_at)
+            self._seen[session_key] = _Seen(children, servers, asked_at)
         return children
 
     def _heard(self, server: str, tool: str | None, session: str | None) -> None:
