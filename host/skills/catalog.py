@@ -18,6 +18,8 @@ from typing import Any, cast
 
 import yaml
 
+from hermitcrab.util.files import Stamp, stamp
+
 from ..mcp.pool import McpPool
 
 SKILL_FILE = "SKILL.md"
@@ -114,9 +116,9 @@ class SkillShelf:
         self._found: Found = []
 
     def read(self, dirs: Sequence[Path]) -> Found:
-        stamp = _stamp(dirs)
-        if stamp != self._stamp:
-            self._found, self._stamp = list(_read_all(dirs)), stamp
+        seen = _stamp(dirs)
+        if seen != self._stamp:
+            self._found, self._stamp = list(_read_all(dirs)), seen
         return self._found
 
 
@@ -230,23 +232,22 @@ def _read_all(dirs: Sequence[Path]) -> Iterator[tuple[Path, Skill | SkillError]]
 def _stamp(dirs: Sequence[Path]) -> list[object]:
     """What a change to the skills changes: each root's and skill folder's identity and time, each SKILL.md's
     identity, time and size (stat only, nothing read)."""
-    stamp: list[object] = []
+    seen: list[object] = []
     for directory in dirs:
-        stamp.append(_identity(directory))
+        seen.append(_identity(directory))
         try:
             folders = sorted(entry for entry in directory.iterdir() if entry.is_dir())
         except OSError:
             continue
-        stamp += [(folder.name, _identity(folder), _identity(folder / SKILL_FILE)) for folder in folders]
-    return stamp
+        seen += [(folder.name, _identity(folder), _identity(folder / SKILL_FILE)) for folder in folders]
+    return seen
 
 
-def _identity(path: Path) -> tuple[int, int, int, int] | None:
+def _identity(path: Path) -> Stamp | None:
     try:
-        info = path.stat()
-    except OSError:
+        return stamp(path)
+    except OSError:  # unreadable counts as missing: the skill is skipped until it can be read
         return None
-    return info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size
 
 
 def _requirements(own: dict[str, Any], openclaw: dict[str, Any]) -> Requirements:

@@ -4,10 +4,10 @@ reads a file again only when a stat says it changed."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hermitcrab.util.files import Stamp, stamp
 from hermitcrab.util.persona_files import BOOTSTRAP_ORDER
 
 from ..text import cut_middle
@@ -34,24 +34,20 @@ class PersonaFile:
         return not self.missing and len(self.text) < self.chars
 
 
-_Stamp = tuple[int, int, int, int]
-
-
 @dataclass
 class PersonaReader:
     """The persona files' texts as last read, each read again only when its inode, size or time changed: the files
     go into every turn's prompt, and most turns change none of them."""
 
-    _texts: dict[Path, tuple[_Stamp, str]] = field(default_factory=dict[Path, tuple[_Stamp, str]])
+    _texts: dict[Path, tuple[Stamp | None, str]] = field(default_factory=dict[Path, tuple[Stamp | None, str]])
 
     def read(self, path: Path) -> str:
-        info = os.stat(path)
-        stamp = (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+        seen = stamp(path)
         known = self._texts.get(path)
-        if known is not None and known[0] == stamp:
+        if known is not None and known[0] == seen:
             return known[1]
         text = path.read_text(encoding="utf-8", errors="replace")
-        self._texts[path] = (stamp, text)
+        self._texts[path] = (seen, text)
         return text
 
 
