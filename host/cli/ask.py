@@ -13,7 +13,7 @@ import typer
 from hermitcrab.channels.terminal import Written
 
 from ..config import Settings, load_settings
-from ..events import OWNER, Event, Listener, Target, TextDelta, ToolStarted, TurnEvent
+from ..events import OWNER, Event, Listener, MessageDone, Target, TextDelta, ToolStarted, TurnEvent
 from ..gateway.gateway import Gateway
 from .options import McpConfigOption, VerboseOption
 from .runtime import open_agent, setup_logging
@@ -40,6 +40,10 @@ class CliChannel:
         if isinstance(event, TextDelta):
             self.written.add(event.text)
             print(event.text, end="", flush=True)
+        elif isinstance(event, MessageDone) and event.tool_calls:
+            if self.written.text:
+                print(flush=True)  # words before a tool call are said, but are not the reply
+            self.written.clear()
         elif isinstance(event, ToolStarted):
             print(f"  ↳ {event.name} {event.arguments}", file=sys.stderr, flush=True)
 

@@ -69,6 +69,25 @@ def test_ask_stream_writes_the_reply_to_stdout_as_it_comes_and_tool_lines_to_std
     assert '↳ add {"a": 2, "b": 40}' in err.data.decode()
 
 
+def test_ask_stream_prints_words_said_before_a_tool_call_once_and_the_reply_once(
+    hermitcrab_home: Path, llm: FakeLLM, desktop_config: Callable[..., Path]
+):
+    before = openai_tool_calls(("c1", "add", '{"a": 2, "b": 40}'))
+    before["choices"][0]["message"]["content"] = "Let me add."
+    llm.enqueue(before, openai_text(ANSWER))
+
+    ask = subprocess.run(
+        [*CLI, "ask", "--mcp-config", str(desktop_config()), "--stream", "What is 2 + 40?"],
+        capture_output=True,
+        text=True,
+        env=cli_env(hermitcrab_home, llm),
+        timeout=60,
+    )
+
+    assert ask.returncode == 0, ask.stderr
+    assert ask.stdout == f"Let me add.\n{ANSWER}\n"  # not the reply a second time after it streamed
+
+
 class Collected:
     """What a pipe has carried so far, read by a thread of its own (a read must never block the test)."""
 
