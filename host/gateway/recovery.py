@@ -16,7 +16,7 @@ import anyio
 from ..events import Event, WaitsReady
 from ..text import shorten
 from ..turn.loop import progress
-from ..turn.silence import SILENT_REPLIES
+from ..turn.silence import is_silent
 from .gateway import Gateway
 
 logger = logging.getLogger(__name__)
@@ -60,4 +60,4 @@ async def _recover(gateway: Gateway, event: Event) -> None:
         await gateway.enqueue(event)
         return
     logger.info("message %s: sending the answer recorded before the restart", event.inbound_id)
-    await gateway.answer_once(event, "" if answer.strip() in SILENT_REPLIES else answer)
+    await gateway.answer_once(event, "" if is_silent(answer) else answer)
