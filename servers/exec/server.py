@@ -319,9 +319,13 @@ def build_server(
         """Create or replace a file atomically (a crash never leaves half a file); exec_undo can take it back.
         Changing a persona file (SOUL.md, USER.md, IDENTITY.md, ...) asks the owner first."""
         owner = personas.approved(approval, path, persona_edits.written(content))
-        with changes.recording("write_file", path, files.footprint(path, owner)) as recorded:
-            done = files.write(path, content, overwrite, owner)
-        return done + undo_hint(recorded)
+
+        def write() -> str:  # in a thread, as a plain tool runs: undo's walks and lock must not hold up the loop
+            with changes.recording("write_file", path, files.footprint(path, owner)) as recorded:
+                done = files.write(path, content, overwrite, owner)
+            return done + undo_hint(recorded)
+
+        return await anyio.to_thread.run_sync(write)
 
     @server.tool()
     async def edit_file(
@@ -334,9 +338,13 @@ def build_server(
         """Replace exact text in a file; fails if it is missing, or ambiguous without replace_all. Changing a
         persona file asks the owner first."""
         owner = personas.approved(approval, path, persona_edits.edited(old_text, new_text))
-        with changes.recording("edit_file", path, files.footprint(path, owner)) as recorded:
-            done = files.edit(path, old_text, new_text, replace_all, owner)
-        return done + undo_hint(recorded)
+
+        def edit() -> str:  # in a thread, as write_file
+            with changes.recording("edit_file", path, files.footprint(path, owner)) as recorded:
+                done = files.edit(path, old_text, new_text, replace_all, owner)
+            return done + undo_hint(recorded)
+
+        return await anyio.to_thread.run_sync(edit)
 
     def undo_hint(recorded: list[Record]) -> str:
         return "".join(f" Undo with exec_undo call_id={record.id}." for record in recorded)
