@@ -184,7 +184,9 @@ def build_server(
             raise ToolError(
                 f"{processes.MAX_RUNNING} commands are still running; kill background ones with `process` first."
             )
-        call = await proxy.open_call() if proxy is not None else None
+        protections = await anyio.to_thread.run_sync(guard.current) if guard is not None else []
+        undoable = await anyio.to_thread.run_sync(changes.begin, "exec", command)
+        call = await proxy.open_call() if proxy is not None else None  # last: only Job() fails after it (released)
         spec = Spec(
             command,
             directory,
@@ -193,11 +195,10 @@ def build_server(
             limits,
             box,
             roots,
-            await anyio.to_thread.run_sync(guard.current) if guard is not None else [],
+            protections,
             writable=approved.writable,
             proxy=call.socket if call is not None else None,
         )
-        undoable = await anyio.to_thread.run_sync(changes.begin, "exec", command)
         try:
             job = Job(spec)
         except OSError as exc:
