@@ -17,12 +17,10 @@ from __future__ import annotations
 import logging
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable, Generator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from typing import Literal, TypeVar
 
 import anyio
-import uvicorn
 from anyio.abc import TaskStatus
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
@@ -31,6 +29,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from hermitcrab.host.events import NOWHERE, Event, Listener, Principal, Target, system
+from hermitcrab.util.http_serve import serve_app
 from hermitcrab.util.outbound import Outbound, OutboundRefused, guarded_client
 
 from .hook_streams import HookStreams
@@ -70,14 +69,6 @@ class _WakeHook(BaseModel):
 
 
 _Hook = TypeVar("_Hook", _AgentHook, _WakeHook)
-
-
-class _QuietServer(uvicorn.Server):
-    """uvicorn inside our own event loop: the host, not uvicorn, owns SIGINT and SIGTERM."""
-
-    @contextmanager
-    def capture_signals(self) -> Generator[None]:
-        yield
 
 
 class WebhookChannel:
@@ -144,17 +135,9 @@ class WebhookChannel:
             ]
         )
 
-    async def serve(self, host: str, port: int, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Serve until `close()`; reports started once the socket listens."""
-        config = uvicorn.Config(self.app(), host=host, port=port, log_level="warning", lifespan="off")
-        server = _QuietServer(config)
-        async with anyio.create_task_group() as group:
-            group.start_soon(server.serve)
-            while not server.started:
-                if server.should_exit:
-                    raise OSError(f"the webhook endpoint could not listen on {host}:{port}")
-                await anyio.sleep(0.01)
-            task_status.started()
+    async def serve(self, host: str, port: int, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled (`close()` first refuses new hooks); reports started once the socket listens."""
+        await serve_app(self.app(), host, port, "the webhook endpoint", task_status=task_status)
 
     def close(self) -> None:
         """Refuse new hooks (503) while the host finishes its running turn; cancelling `serve` stops the server."""

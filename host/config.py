@@ -65,6 +65,7 @@ ENVIRONMENT: Mapping[str, tuple[str, str]] = {
     "HERMITCRAB_CONTEXT_WINDOW": ("agent", "context_window_tokens"),
     "HERMITCRAB_RESERVE_TOKENS": ("agent", "reserve_tokens"),
     "HERMITCRAB_WEBHOOK_LISTEN": ("webhook", "listen"),
+    "HERMITCRAB_DASHBOARD_LISTEN": ("dashboard", "listen"),
     "HERMITCRAB_WEBHOOK_TOKEN": ("webhook", "token"),
     "DISCORD_TOKEN": ("discord", "token"),
     "HERMITCRAB_DISCORD_API_BASE": ("discord", "api_base"),
@@ -113,7 +114,7 @@ def _hours(span: object) -> object:
 def _host_and_port(listen: str) -> str:
     host, _, port = listen.rpartition(":")
     if not host or not port.isdigit():
-        raise ValueError(f"webhook listen address {listen!r} should be HOST:PORT, e.g. 127.0.0.1:8787")
+        raise ValueError(f"listen address {listen!r} should be HOST:PORT, e.g. 127.0.0.1:8787")
     return listen
 
 
@@ -164,11 +165,29 @@ class ProviderProfile:
     that cached its prompt; unset, only to api.openai.com (other servers may refuse a field they do not know)."""
     price: Annotated[ModelPrice | None, BeforeValidator(_free_or_table)] = None
     """What its answers cost, when genai-prices does not know its model; a loopback `base_url` costs 0 anyway."""
+    images: bool | None = None
+    """Whether its model takes images (tool results' screenshots, photos sent in a chat) beside the text; else
+    each image is stated in text only. Unset: yes for `anthropic` (every Claude model does) and for api.openai.com,
+    no for other OpenAI-compatible servers, whose text-only models refuse a request that holds one."""
 
     @property
     def label(self) -> str:
         base = f"{self.kind}:{self.model}"
         return f"{base} ({self.name})" if self.name else base
+
+
+@dataclass(frozen=True, config=_TABLE)
+class ServerOAuth:
+    """How hermitcrab presents itself to the authorisation server of a remote server with `"auth": "oauth"`. All of
+    it is optional: without `client_id` the first login registers a client (a client ID metadata document when
+    `client_metadata_url` is given and the server accepts those, else dynamic registration). `redirect_port` fixes
+    the loopback port of the login's redirect, for a client registered by hand with one exact redirect URI. There
+    is no scope setting: the MCP spec has the client ask for the scopes the server names in its challenge."""
+
+    client_id: str | None = None
+    client_secret: str | None = Field(default=None, repr=False)
+    redirect_port: int = Field(default=0, ge=0, le=65535)
+    client_metadata_url: str | None = None
 
 
 @dataclass(frozen=True, config=_TABLE)
@@ -192,11 +211,16 @@ class ServerConfig:
     protocol: Literal["auto", "legacy"] = "auto"
     type: Literal["stdio", "http", "streamable-http"] | None = None
     disabled: bool = False
+    auth: Literal["oauth"] | None = None
+    """`oauth`: an HTTP server whose requests carry the OAuth tokens `hermitcrab mcp login NAME` stored."""
+    oauth: ServerOAuth = ServerOAuth()
 
     @model_validator(mode="after")
     def _one_transport(self) -> Self:
         if bool(self.command) == bool(self.url):
             raise ValueError("needs exactly one of 'command' or 'url'")
+        if self.auth == "oauth" and not self.url:
+            raise ValueError("auth 'oauth' needs a 'url': only HTTP servers log in")
         if self.type is not None and (self.type == "stdio") != bool(self.command):
             raise ValueError(f"type {self.type!r} does not match {'command' if self.command else 'url'!r}")
         return self
@@ -214,6 +238,10 @@ class AgentSettings:
 
     max_iterations: int = Field(default=20, gt=0)
     max_tool_result_chars: int = Field(default=20_000, gt=100)
+    image_max_side: int = Field(default=1568, ge=64)
+    """Images are downscaled to this longest side, in pixels (about what the vision APIs shrink them to anyway)."""
+    image_max_bytes: int = Field(default=1_000_000, ge=10_000)
+    """...and re-encoded to at most this size, so a photo or a full-page screenshot cannot bloat every request."""
     ask_timeout_s: float = Field(default=300.0, gt=0)
     timezone: Zone | None = None
     context_window_tokens: int = Field(default=DEFAULT_WINDOW, ge=4_000)
@@ -250,6 +278,25 @@ class WebhookSettings:
     token: str | None = Field(default=None, repr=False)
     owner: bool = False
     """Whether a hook call acts with the owner's rights (its own session, the owner's tools); off, it is data."""
+
+    @property
+    def host(self) -> str:
+        return self.listen.rpartition(":")[0]
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
+
+
+@dataclass(frozen=True, config=_TABLE)
+class DashboardSettings:
+    """The owner's web dashboard that `hermitcrab run` serves; `hermitcrab dashboard` prints a login link."""
+
+    enabled: bool = True
+    listen: Annotated[str, AfterValidator(_host_and_port)] = "127.0.0.1:8790"
+    """Port 0 picks a free one (`hermitcrab dashboard` reads which from the running host)."""
+    hosts: tuple[str, ...] = ()
+    """Host names a reverse proxy in front of it is reached by, beside the loopback names (DNS-rebinding check)."""
 
     @property
     def host(self) -> str:
@@ -348,6 +395,7 @@ class Settings:
     agent: AgentSettings = AgentSettings()
     heartbeat: HeartbeatSettings = HeartbeatSettings()
     webhook: WebhookSettings = WebhookSettings()
+    dashboard: DashboardSettings = DashboardSettings()
     discord: DiscordSettings = DiscordSettings()
     dm_scope: DmScope = "main"
     skills: SkillSettings = SkillSettings()
@@ -370,6 +418,11 @@ class Settings:
     @property
     def state(self) -> Path:
         return self.home / "state"
+
+    @property
+    def oauth_logins(self) -> Path:
+        """Where `hermitcrab mcp login` keeps each OAuth server's tokens, one file a server."""
+        return self.state / "oauth"
 
     def log_file(self, name: str) -> Path:
         """`state/logs/<name>`, its folder made if missing: where the host and the servers' stderr write."""
@@ -445,6 +498,7 @@ class _ConfigFile:
     agent: AgentSettings = AgentSettings()
     heartbeat: HeartbeatSettings = HeartbeatSettings()
     webhook: WebhookSettings = WebhookSettings()
+    dashboard: DashboardSettings = DashboardSettings()
     discord: DiscordSettings = DiscordSettings()
     routing: _Routing = _Routing()
     skills: SkillSettings = SkillSettings()
@@ -484,6 +538,7 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
         agent=agent,
         heartbeat=config.heartbeat,
         webhook=config.webhook,
+        dashboard=config.dashboard,
         discord=config.discord,
         dm_scope=config.routing.dm_scope,
         skills=_skills(config.skills, home, env),
@@ -546,6 +601,7 @@ def _server(name: str, entry: ServerConfig, env: Mapping[str, str], outbound: Ou
         return _expand_variables(value, env, f"mcpServers.{name}.{key}")
 
     passed = {OUTBOUND_VARIABLE: ";".join(outbound.allow)} if outbound.allow and entry.command else {}
+    secret = entry.oauth.client_secret
 
     return replace(
         entry,
@@ -555,6 +611,7 @@ def _server(name: str, entry: ServerConfig, env: Mapping[str, str], outbound: Ou
         env=passed | {key: expand(value, f"env.{key}") for key, value in entry.env.items()},
         url=expand(entry.url, "url") if entry.url else None,
         headers={key: expand(value, f"headers.{key}") for key, value in entry.headers.items()},
+        oauth=replace(entry.oauth, client_secret=secret and expand(secret, "oauth.client_secret")),
     )
 
 

@@ -44,7 +44,9 @@ def test_host_never_imports_a_server_and_only_the_cli_knows_channels_and_install
     for name in imports(path):
         assert not name.startswith("hermitcrab.servers"), f"{path} imports {name}"
         if "cli" not in path.parts:
-            assert not name.startswith(("hermitcrab.channels", "hermitcrab.install")), f"{path} imports {name}"
+            assert not name.startswith(("hermitcrab.channels", "hermitcrab.install", "hermitcrab.dashboard")), (
+                f"{path} imports {name}"
+            )
 
 
 @pytest.mark.parametrize("path", modules("install"), ids=lambda p: str(p.relative_to(ROOT)))
@@ -60,6 +62,15 @@ def test_channels_import_only_host_events(path: Path):
         assert name.startswith(("hermitcrab.channels", "hermitcrab.host.events", "hermitcrab.util")), (
             f"{path} imports {name}"
         )
+
+
+@pytest.mark.parametrize("path", modules("dashboard"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_dashboard_reads_the_host_and_channels_but_not_the_cli_servers_or_installing(path: Path):
+    for name in imports(path):
+        assert name.startswith(("hermitcrab.dashboard", "hermitcrab.host", "hermitcrab.channels", "hermitcrab.util")), (
+            f"{path} imports {name}"
+        )
+        assert not name.startswith("hermitcrab.host.cli"), f"{path} imports {name}"
 
 
 @pytest.mark.parametrize("path", modules("util"), ids=lambda p: str(p.relative_to(ROOT)))

@@ -14,7 +14,22 @@ from hermitcrab.util.redact import redact
 
 from ..errors import HermitcrabError
 from ..turn.failures import LOG_HINT
-from . import ask, bundle, chat, deadletters, doctor, init, mcp_config, pairing, run, service, skills, subagent, usage
+from . import (
+    ask,
+    bundle,
+    chat,
+    dashboard,
+    deadletters,
+    doctor,
+    init,
+    mcp_config,
+    pairing,
+    run,
+    service,
+    skills,
+    subagent,
+    usage,
+)
 
 logger = logging.getLogger("hermitcrab")
 _E = TypeVar("_E", bound=BaseException)
@@ -39,6 +54,7 @@ for module in (
     subagent,
     skills,
     usage,
+    dashboard,
 ):
     module.register(app)
 

@@ -8,11 +8,15 @@ import signal
 import socket
 import sys
 from collections.abc import AsyncIterator
+from typing import Annotated
 
 import anyio
 import typer
 
+from hermitcrab.channels.web import WebChannel
 from hermitcrab.channels.webhook import WebhookChannel
+from hermitcrab.dashboard.context import Context
+from hermitcrab.dashboard.serve import check_public, serve_dashboard
 from hermitcrab.util.outbound import Outbound
 
 from ..config import Settings, load_settings
@@ -33,8 +37,15 @@ from .runtime import make_home_private, open_agent, setup_logging
 logger = logging.getLogger(__name__)
 
 
-def run(mcp_config: McpConfigOption = None, verbose: VerboseOption = False) -> None:
-    """Serve until Ctrl-C or SIGTERM: server events (cron, spawn), the heartbeat, webhooks and chat channels.
+PublicOption = Annotated[
+    bool,
+    typer.Option("--public", help="Let the dashboard listen beyond loopback ([dashboard] listen), behind a TLS proxy."),
+]
+
+
+def run(mcp_config: McpConfigOption = None, verbose: VerboseOption = False, public: PublicOption = False) -> None:
+    """Serve until Ctrl-C or SIGTERM: server events (cron, spawn), the heartbeat, webhooks, the dashboard and chat
+    channels.
 
     On a stop signal the running turn finishes; queued server events stay with their servers for the next start.
     Refused at once, before any server starts, when another `run` holds the home or the webhook's port is taken.
@@ -43,12 +54,20 @@ def run(mcp_config: McpConfigOption = None, verbose: VerboseOption = False) -> N
     setup_logging(verbose, settings)
     make_home_private(settings)
     with holding_home(settings.home, settings.state):
-        if settings.webhook.token:
-            check_listen(settings.webhook.host, settings.webhook.port)
-        anyio.run(serve, settings)
+        check_listens(settings, public)
+        anyio.run(serve, settings, public)
 
 
-async def serve(settings: Settings) -> None:
+def check_listens(settings: Settings, public: bool) -> None:
+    """Refuse at once, before any server starts, an endpoint that could not listen (or should not, beyond loopback)."""
+    if settings.webhook.token:
+        check_listen(settings.webhook.host, settings.webhook.port, "webhook")
+    if settings.dashboard.enabled:
+        check_public(settings, public)
+        check_listen(settings.dashboard.host, settings.dashboard.port, "dashboard")
+
+
+async def serve(settings: Settings, public: bool) -> None:
     async with open_agent(settings) as agent:
         last = LastTarget(settings.state / "last_target.json")
         retries = Retries(settings.state, settings.agent.max_attempts, settings.agent.retry_wait_s)
@@ -90,10 +109,15 @@ async def serve(settings: Settings) -> None:
         )
         async with anyio.create_task_group() as group:
             await group.start(gateway.serve)
+            check_listens(settings, public)  # again: starting the servers took a while
             if webhook is not None:
                 gateway.add_channel(webhook)
-                check_listen(hooks.host, hooks.port)  # again: starting the servers took a while
                 await group.start(webhook.serve, hooks.host, hooks.port)
+            dashboard = None
+            if settings.dashboard.enabled:
+                web = WebChannel(gateway.submit)
+                gateway.add_channel(web)
+                dashboard = await group.start(serve_dashboard, Context(settings, gateway, agent, web), public)
             if token := settings.discord.token:
                 from . import discord_bot  # here, not above: only a `run` with a bot token pays for discord.py
 
@@ -105,7 +129,7 @@ async def serve(settings: Settings) -> None:
             retries.announce = owner_announcer(gateway.deliver, fallback)
             group.start_soon(retries.serve, gateway.enqueue)
             group.start_soon(recover, gateway)
-            _ready(agent, settings, webhook is not None, bool(settings.discord.token))
+            _ready(agent, settings, webhook is not None, bool(settings.discord.token), dashboard)
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for signum in signals:
                     logger.warning("%s: finishing the running turn, then stopping", signal.Signals(signum).name)
@@ -126,15 +150,17 @@ async def _stop_now_on_second_signal(signals: AsyncIterator[int], drain: anyio.C
         return
 
 
-def check_listen(host: str, port: int) -> None:
-    """A ConfigError naming the setting when the webhook could not listen on `host:port`.
+def check_listen(host: str, port: int, table: str) -> None:
+    """A ConfigError naming the setting when the `[table]` endpoint could not listen on `host:port`.
 
     Checked by binding it ourselves: uvicorn reports a taken port by logging its own error and exiting the process
     from inside the event loop, which ends `run` with a traceback instead of one line."""
     try:
         addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
-        raise ConfigError(_cannot_listen(host, port, exc.strerror or str(exc), "an address of this machine")) from None
+        raise ConfigError(
+            _cannot_listen(table, host, port, exc.strerror or str(exc), "an address of this machine")
+        ) from None
     for family, kind, proto, _, address in addresses:
         with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
@@ -144,19 +170,19 @@ def check_listen(host: str, port: int) -> None:
                 probe.bind(address)
             except OSError as exc:
                 if exc.errno == errno.EADDRINUSE:
-                    raise ConfigError(_cannot_listen(host, port, "address in use", "a free port")) from None
+                    raise ConfigError(_cannot_listen(table, host, port, "address in use", "a free port")) from None
                 reason = (exc.strerror or str(exc)).lower()
-                raise ConfigError(_cannot_listen(host, port, reason, "an address of this machine")) from None
+                raise ConfigError(_cannot_listen(table, host, port, reason, "an address of this machine")) from None
 
 
-def _cannot_listen(host: str, port: int, reason: str, wanted: str) -> str:
+def _cannot_listen(table: str, host: str, port: int, reason: str, wanted: str) -> str:
     return (
-        f"the webhook cannot listen on {host}:{port} ({reason}): "
-        f"set [webhook] listen or HERMITCRAB_WEBHOOK_LISTEN to {wanted}"
+        f"the {table} cannot listen on {host}:{port} ({reason}): "
+        f"set [{table}] listen or HERMITCRAB_{table.upper()}_LISTEN to {wanted}"
     )
 
 
-def _ready(agent: Agent, settings: Settings, webhook: bool, discord: bool) -> None:
+def _ready(agent: Agent, settings: Settings, webhook: bool, discord: bool, dashboard: str | None) -> None:
     handles = list(agent.pool.handles.values()) if agent.pool else []
     up = [h.config.name for h in handles if h.ready]
     down = [h.config.name for h in handles if not h.ready]
@@ -167,6 +193,7 @@ def _ready(agent: Agent, settings: Settings, webhook: bool, discord: bool) -> No
         f"webhook: http://{settings.webhook.host}:{settings.webhook.port}" if webhook else "webhook: off (no token)",
         f"heartbeat: every {beat:g} min" if beat > 0 else "heartbeat: off",
         "discord: on" if discord else "discord: off (no token)",
+        f"dashboard: {dashboard} (`hermitcrab dashboard` prints a login link)" if dashboard else "dashboard: off",
     ]
     print(" · ".join(parts), file=sys.stderr, flush=True)
 

@@ -135,6 +135,7 @@ def fake_llm_env(home: Path, llm: FakeLLM, api_key: str = "sk-test-secret") -> d
         "HERMITCRAB_LLM_BASE_URL": llm.url,
         "HERMITCRAB_LLM_API_KEY": api_key,
         "HERMITCRAB_MODEL": "fake-model",
+        "HERMITCRAB_DASHBOARD_LISTEN": "127.0.0.1:0",  # a free port each: tests run hosts side by side
     }
 
 

@@ -1,0 +1,67 @@
+"""The dashboard as one Starlette app: the pages of `pages/`, login and logout, the assets, behind `access.Access`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route, request_response
+from starlette.staticfiles import StaticFiles
+
+from .access import Access
+from .auth import COOKIE, SESSION_TTL_S, LoginLinks, Sessions
+from .context import Context
+from .pages import PAGES
+from .render import Notices, page
+
+STATIC = Path(__file__).parent / "static"
+
+
+def create_app(context: Context, *, secure_cookie: bool = False) -> Starlette:
+    """The dashboard of the host in `context`; `secure_cookie` when it is reached over TLS (behind a proxy)."""
+    folder = context.settings.state / "dashboard"
+    links, sessions = LoginLinks(folder), Sessions(folder)
+
+    async def login(request: Request) -> Response:
+        token = request.query_params.get("token")
+        if token is None or not links.redeem(token):
+            problem = "That login link is used up or expired." if token is not None else None
+            return page(request, "login.html", "Log in", status=401, problem=problem)
+        response = RedirectResponse(PAGES[0].PATH, status_code=303)
+        response.set_cookie(
+            COOKIE,
+            sessions.open(),
+            max_age=int(SESSION_TTL_S),
+            httponly=True,
+            samesite="strict",
+            secure=secure_cookie,
+        )
+        return response
+
+    async def logout(request: Request) -> Response:
+        sessions.close(request.state.session)
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(COOKIE)
+        return response
+
+    async def home(request: Request) -> Response:
+        return RedirectResponse(PAGES[0].PATH, status_code=303)
+
+    routes: list[BaseRoute] = [
+        Route("/", home),
+        Route("/login", login),
+        Route("/logout", logout, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    for module in PAGES:
+        routes.extend(module.routes)
+    app = Starlette(routes=routes)
+    app.state.context = context
+    app.state.notices = Notices()
+    app.state.nav = [(module.TITLE, module.PATH) for module in PAGES]
+    app.add_middleware(
+        Access, sessions=sessions, hosts=context.settings.dashboard.hosts, login_page=request_response(login)
+    )
+    return app

@@ -1,0 +1,19 @@
+"""The People page (being built)."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from ..render import page
+
+TITLE = "People"
+PATH = "/people"
+
+
+async def show(request: Request) -> Response:
+    return page(request, "people.html", TITLE)
+
+
+routes: list[BaseRoute] = [Route(PATH, show)]

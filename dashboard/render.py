@@ -1,0 +1,51 @@
+"""Pages as HTML: the Jinja2 templates shipped in the package, rendered with what every page shows (the navigation,
+the CSRF token its forms carry, the notices left by the last action)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.templating import Jinja2Templates
+
+from .auth import csrf_token
+
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+
+
+class Notices:
+    """One-line outcomes of actions ("Job disabled."), shown once on the page the action redirects to."""
+
+    def __init__(self) -> None:
+        self._waiting: defaultdict[str, list[str]] = defaultdict(list)
+
+    def add(self, session: str, text: str) -> None:
+        self._waiting[session].append(text)
+
+    def take(self, session: str) -> list[str]:
+        return self._waiting.pop(session, [])
+
+
+def page(request: Request, template: str, title: str, status: int = 200, **values: Any) -> Response:
+    """`template` rendered as the page called `title` (its heading and the window's title)."""
+    session: str | None = getattr(request.state, "session", None)
+    notices: Notices = request.app.state.notices
+    shown = {
+        "title": title,
+        "nav": request.app.state.nav,
+        "csrf": csrf_token(session) if session else "",
+        "notices": notices.take(session) if session else [],
+        **values,
+    }
+    return templates.TemplateResponse(request, template, shown, status_code=status)
+
+
+def done(request: Request, to: str, notice: str | None = None) -> Response:
+    """After a form's action: back to `to` (303, so a reload does not post again), with `notice` shown there."""
+    if notice:
+        notices: Notices = request.app.state.notices
+        notices.add(request.state.session, notice)
+    return RedirectResponse(to, status_code=303)
