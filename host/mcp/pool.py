@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import sys
@@ -11,6 +10,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO, cast
 
 import anyio
@@ -24,9 +24,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..config import ServerConfig
 from ..providers.base import ToolSpec
+from ..providers.images import RawImage
 from ..trust.untrusted import UNTRUSTED_META
 from .call_clock import call_clock
+from .content import render
 from .elicitation import ElicitationHandler
+from .oauth import LoginRequired, login_required, next_login, stored_login
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +59,8 @@ class ToolOutcome:
     is_error: bool = False
     untrusted: bool = False
     """The server marked the result as holding text from others (`hermitcrab/untrusted-content` in its `_meta`)."""
+    images: tuple[RawImage, ...] = ()
+    """Images of the result, for the turn to fit and show a model that takes them (`content.py`)."""
 
 
 @dataclass(frozen=True)
@@ -73,9 +78,16 @@ class ServerHandle:
     """One supervised connection: (re)started with backoff whenever it dies."""
 
     def __init__(
-        self, config: ServerConfig, on_event: EventSink | None, errlog: TextIO, min_backoff_s: float = 0.5
+        self,
+        config: ServerConfig,
+        on_event: EventSink | None,
+        errlog: TextIO,
+        min_backoff_s: float = 0.5,
+        oauth_logins: Path | None = None,
     ) -> None:
         self.config = config
+        self._oauth_logins = oauth_logins
+        self._login_required: LoginRequired | None = None
         self.tools: list[types.Tool] = []
         self.prompts: list[types.Prompt] = []
         self.last_error: str | None = None
@@ -102,6 +114,8 @@ class ServerHandle:
             return "up"
         if self.gave_up is not None:
             return f"stopped, not restarted any more: {self.gave_up}"
+        if self._login_required is not None:
+            return f"waiting for a login: {self._login_required}"
         return f"down, restarting: {self.last_error}" if self.last_error else "starting"
 
     async def supervise(self) -> None:
@@ -124,7 +138,10 @@ class ServerHandle:
                 logger.error("MCP server %r is not restarted any more: %s", self.config.name, self.gave_up)
                 return
             self.restarts += 1
-            await anyio.sleep(self._backoff)
+            if self._login_required is not None:  # only a person can fix it: retrying would only ask again
+                await next_login(self._login_required)
+            else:
+                await anyio.sleep(self._backoff)
             self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
 
     def _record_failure(self, exc: Exception) -> None:
@@ -135,12 +152,14 @@ class ServerHandle:
             logger.error("MCP server %r failed unexpectedly: %s", self.config.name, error, exc_info=exc)
         self.same_failures = self.same_failures + 1 if error == self.last_error else 1
         self.last_error = error
+        self._login_required = login_required(exc)
         if self.same_failures >= MAX_SAME_FAILURES:
             self.gave_up = f"failed {self.same_failures} times in a row with: {error}"
 
     def _mark_up(self, client: Client) -> None:
         """Open for calls only once the event stream is in place, so no event published after start-up is missed."""
         self._client = client
+        self._login_required = None
         self._backoff = self._min_backoff_s
         self.same_failures = 0
         self._ready.set()
@@ -170,7 +189,8 @@ class ServerHandle:
                     return ToolOutcome(f"the {self.config.name} server crashed during the call and is restarting", True)
                 return ToolOutcome(f"the {self.config.name} server rejected the call: {exc}", True)
             untrusted = bool((result.meta or {}).get(UNTRUSTED_META))
-            return ToolOutcome(render_result(result), bool(result.is_error), untrusted)
+            rendered = render(result)
+            return ToolOutcome(rendered.text, bool(result.is_error), untrusted, rendered.images)
         if self._client is None:
             detail = f": {self.last_error}" if self.last_error else ""
             return ToolOutcome(f"the {self.config.name} server is not available{detail}", True)
@@ -203,7 +223,8 @@ class ServerHandle:
         config = self.config
         target: Any
         if config.url:
-            http = httpx2.AsyncClient(headers=dict(config.headers), timeout=httpx2.Timeout(30, read=None))
+            auth = stored_login(config, self._oauth_logins) if config.auth == "oauth" else None
+            http = httpx2.AsyncClient(headers=dict(config.headers), auth=auth, timeout=httpx2.Timeout(30, read=None))
             target = streamable_http_client(config.url, http_client=http)
         else:
             assert config.command is not None
@@ -330,12 +351,17 @@ class McpPool:
         startup_timeout_s: float = 30.0,
         errlog: TextIO = sys.stderr,
         min_backoff_s: float = 0.5,
+        oauth_logins: Path | None = None,
     ) -> None:
+        """`oauth_logins` is the folder of stored OAuth logins (`Settings.oauth_logins`), for servers with
+        `"auth": "oauth"`."""
         self.observers: list[Observer] = []
         """Told `(server, tool, session)` after each call and `(server, None, None)` at each of a server's events:
         a view kept from a server's answers (`subagents.py`) knows from them when it may be out of date."""
         self._on_event = on_event
-        self.handles = {config.name: ServerHandle(config, self._heard, errlog, min_backoff_s) for config in servers}
+        self.handles = {
+            config.name: ServerHandle(config, self._heard, errlog, min_backoff_s, oauth_logins) for config in servers
+        }
         self._startup_timeout_s = startup_timeout_s
         self._stack = AsyncExitStack()
 
@@ -396,24 +422,6 @@ class McpPool:
             await self._on_event(event)
 
 
-def render_result(result: types.CallToolResult) -> str:
-    """Flatten MCP content blocks into the text a model reads."""
-    parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            parts.append(block.text)
-        elif isinstance(block, types.ImageContent | types.AudioContent):
-            parts.append(f"[{block.type}: {block.mime_type}, {len(block.data) * 3 // 4} bytes]")
-        elif isinstance(block, types.EmbeddedResource):
-            resource = block.resource
-            parts.append(getattr(resource, "text", None) or f"[resource {resource.uri}]")
-        else:
-            parts.append(f"[resource link {block.uri}]")
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
-    return "\n".join(parts)
-
-
 async def _resource_uris(client: Client) -> list[str]:
     if client.server_capabilities.resources is None:
         return []
@@ -441,6 +449,7 @@ def _describe(exc: BaseException) -> str:
 
 
 _EXPECTED_FAILURES = (
+    LoginRequired,
     OSError,
     TimeoutError,
     MCPError,
