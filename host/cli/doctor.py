@@ -34,6 +34,7 @@ from ..skills.catalog import discover, pool_tools
 from ..turn.persona import BOOTSTRAP_ORDER
 from ..usage.prices import Prices
 from ..usage.tally import price_hints
+from .mcp_login import login_state
 from .options import McpConfigOption
 
 console = Console()
@@ -82,6 +83,7 @@ async def run_checks(settings: Settings) -> list[Check]:
             checks.append(await _provider_check(client, profile))
             checks.append(_price_check(Prices(settings.providers), profile))
         checks.extend(await _discord_checks(client, settings))
+    checks.extend(_login_checks(settings))
     checks.extend(await _server_checks(settings))
     checks.extend(_subagent_checks(settings))
     checks.append(_deadletters_check(settings))
@@ -196,7 +198,8 @@ async def _server_checks(settings: Settings) -> list[Check]:
         none = Check("mcp", "servers", False, "no mcpServers configured: the agent has no tools", fatal=False)
         return [none, *_skill_checks(settings, set())]
     with settings.log_file("doctor-servers.log").open("w", encoding="utf-8") as errlog:
-        async with McpPool(settings.servers, startup_timeout_s=30, errlog=errlog) as pool:
+        logins = settings.oauth_logins
+        async with McpPool(settings.servers, startup_timeout_s=30, errlog=errlog, oauth_logins=logins) as pool:
             servers = [_server_check(handle) for handle in pool.handles.values()]
             execs = [await _exec_check(handle) for handle in pool.handles.values() if _serves_exec(handle)]
             return [*servers, *execs, *_skill_checks(settings, pool_tools(pool))]
@@ -228,6 +231,12 @@ async def _exec_check(handle: ServerHandle) -> Check:
         why = status.get("sandbox_problem") or "--sandbox none"
         return Check("exec", name, False, f"no sandbox ({why}): {NO_SANDBOX}; it {asks}", fatal=False)
     return Check("exec", name, True, f"commands run in a sandbox; it {asks}", fatal=False)
+
+
+def _login_checks(settings: Settings) -> list[Check]:
+    """Each OAuth server's stored login and when its token expires, read from state/oauth (the server's own row
+    below says whether it then accepted it)."""
+    return [Check("oauth", s.name, *login_state(settings, s)) for s in settings.servers if s.auth == "oauth"]
 
 
 def _subagent_checks(settings: Settings) -> list[Check]:

@@ -62,7 +62,10 @@ async def open_agent(settings: Settings, sessions: Path | None = None) -> AsyncG
     profiles = settings.require_provider()
     send, receive = anyio.create_memory_object_stream[ServerEvent](max_buffer_size=1000)
     with settings.log_file("servers.log").open("a", encoding="utf-8") as errlog, send, receive:
-        async with httpx.AsyncClient() as client, McpPool(settings.servers, on_event=send.send, errlog=errlog) as pool:
+        async with (
+            httpx.AsyncClient() as client,
+            McpPool(settings.servers, on_event=send.send, errlog=errlog, oauth_logins=settings.oauth_logins) as pool,
+        ):
             provider = FailoverProvider([create(profile, client) for profile in profiles])
             store = SessionStore(sessions or settings.state / "sessions")
             budget = Budget(settings.state / "usage", settings.budget, Prices(settings.providers))

@@ -23,7 +23,7 @@ async def _report(settings: Settings) -> str:
     if not needs_tools(settings.skill_dirs):
         return report(discover(settings.skill_dirs, settings.skills.environ, set()))
     with settings.log_file("servers.log").open("a", encoding="utf-8") as errlog:
-        async with McpPool(settings.servers, errlog=errlog) as pool:
+        async with McpPool(settings.servers, errlog=errlog, oauth_logins=settings.oauth_logins) as pool:
             return report(discover(settings.skill_dirs, settings.skills.environ, pool_tools(pool)))
 
 

@@ -1,0 +1,107 @@
+"""`hermitcrab mcp login|logout|status`: the OAuth logins of remote MCP servers (entries with `"auth": "oauth"`).
+
+Logging in needs a person at a browser, so it is a command of its own: `run` and the other commands only use the
+login stored here, and report a server that has none as waiting for one.
+"""
+
+from __future__ import annotations
+
+import time
+import webbrowser
+from typing import Annotated
+
+import anyio
+import typer
+
+from ..config import ServerConfig, Settings, load_settings
+from ..errors import ConfigError
+from ..mcp.oauth import LoginFile, log_in
+from .options import McpConfigOption
+from .runtime import setup_logging
+
+mcp_app = typer.Typer(help="Log in to remote MCP servers that use OAuth.", no_args_is_help=True)
+ServerArgument = Annotated[str, typer.Argument(help='Its name in mcpServers (an entry with "auth": "oauth").')]
+
+
+@mcp_app.command()
+def login(
+    name: ServerArgument,
+    open_browser: Annotated[bool, typer.Option("--open", help="Also open the address in the default browser.")] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1, help="Seconds to wait for the browser to come back.")
+    ] = 300,
+    mcp_config: McpConfigOption = None,
+) -> None:
+    """Log in to a remote MCP server: print the address to authorise at, wait for the browser to come back to
+    127.0.0.1 and store the tokens (state/oauth/NAME.json) for later runs."""
+    settings = load_settings(mcp_config=mcp_config)
+    setup_logging(False, settings)
+    config = _oauth_server(settings, name)
+    tools = anyio.run(_log_in, settings, config, open_browser, timeout)
+    typer.echo(f"Logged in to {name}; it offers {tools} tools. {login_state(settings, config)[1]}")
+
+
+async def _log_in(settings: Settings, config: ServerConfig, open_browser: bool, timeout_s: float) -> int:
+    async with anyio.create_task_group() as group:
+
+        async def show(url: str) -> None:
+            typer.echo(f"Open this address in a browser to log in to {config.name}:\n\n  {url}\n")
+            typer.echo(f"Waiting up to {timeout_s:g} s for the browser to come back ...")
+            if open_browser:  # a browser started in the foreground returns only when it is closed
+                group.start_soon(_open, url)
+
+        tools = await log_in(config, settings.oauth_logins, show, timeout_s)
+        group.cancel_scope.cancel()
+    return tools
+
+
+async def _open(url: str) -> None:
+    if not await anyio.to_thread.run_sync(webbrowser.open, url, abandon_on_cancel=True):
+        typer.echo("No browser could be opened here: open the address above by hand.", err=True)
+
+
+@mcp_app.command()
+def logout(name: ServerArgument, mcp_config: McpConfigOption = None) -> None:
+    """Delete a server's stored login (its tokens and registered client); the next run needs `mcp login` again."""
+    settings = load_settings(mcp_config=mcp_config)
+    config = _oauth_server(settings, name)
+    if LoginFile(settings.oauth_logins, config).forget():
+        typer.echo(f"Logged out of {name}: its tokens are deleted here (the server forgets them when they expire).")
+    else:
+        typer.echo(f"{name} has no stored login.")
+
+
+@mcp_app.command()
+def status(mcp_config: McpConfigOption = None) -> None:
+    """Each OAuth server's login: whether there is one and when its token expires (the servers are not asked)."""
+    settings = load_settings(mcp_config=mcp_config)
+    servers = [config for config in settings.servers if config.auth == "oauth"]
+    if not servers:
+        typer.echo('No configured MCP server uses OAuth ("auth": "oauth").')
+    for config in servers:
+        typer.echo(f"{config.name}: {login_state(settings, config)[1]}")
+
+
+def login_state(settings: Settings, config: ServerConfig) -> tuple[bool, str]:
+    """Whether `config`'s server has a login a connection can use (valid, or refreshable), and a sentence saying
+    so; for `mcp status` and `doctor`."""
+    stored = LoginFile(settings.oauth_logins, config).login()
+    if stored is None:
+        return False, f"not logged in: run `hermitcrab mcp login {config.name}`"
+    now = time.time()
+    usable = stored.refreshable or stored.expires_at is None or stored.expires_at > now
+    return usable, stored.describe(config.name, now)
+
+
+def _oauth_server(settings: Settings, name: str) -> ServerConfig:
+    config = next((config for config in settings.servers if config.name == name), None)
+    if config is None:
+        known = ", ".join(config.name for config in settings.servers if config.auth == "oauth") or "none"
+        raise ConfigError(f'no MCP server named {name!r} is configured (servers with "auth": "oauth": {known})')
+    if config.auth != "oauth":
+        raise ConfigError(f'MCP server {name!r} does not log in: add "auth": "oauth" to its entry to use OAuth')
+    return config
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(mcp_app, name="mcp")
