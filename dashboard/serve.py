@@ -9,6 +9,7 @@ import ipaddress
 import logging
 
 import anyio
+import httpx
 from anyio.abc import TaskStatus
 
 from hermitcrab.host.config import Settings
@@ -69,9 +70,26 @@ async def serve_dashboard(
         task_status.started(url)
 
 
+def recorded_url(settings: Settings) -> str | None:
+    """Where the last `hermitcrab run` of this home served the dashboard."""
+    recorded = _address(settings).load("the link uses the configured address").get("url")
+    return recorded if isinstance(recorded, str) else None
+
+
+def serving_url(settings: Settings) -> str | None:
+    """The dashboard's URL when a running host answers there now (a 1 s look), else None."""
+    url = recorded_url(settings)
+    if url is None:
+        return None
+    try:
+        httpx.get(f"{url}/login", timeout=1.0)
+    except httpx.HTTPError:
+        return None
+    return url
+
+
 def login_url(settings: Settings) -> str:
     """A fresh one-time login link to the dashboard of the host running in this home (or of the next one started)."""
-    recorded = _address(settings).load("the link uses the configured address").get("url")
     dashboard = settings.dashboard
-    base = recorded if isinstance(recorded, str) else f"http://{dashboard.host}:{dashboard.port}"
+    base = recorded_url(settings) or f"http://{dashboard.host}:{dashboard.port}"
     return f"{base}/login?token={LoginLinks(settings.state / 'dashboard').mint()}"

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from hermitcrab.dashboard.serve import login_url
+from hermitcrab.dashboard.serve import login_url, serving_url
 
 from ..config import load_settings
 
@@ -25,6 +25,8 @@ def dashboard(
         raise typer.BadParameter("the dashboard is off: set [dashboard] enabled = true in config.toml")
     url = login_url(settings)
     typer.echo(url)
+    if serving_url(settings) is None:
+        typer.echo("note: no `hermitcrab run` serves the dashboard now; the link works once one does", err=True)
     if open_browser:
         webbrowser.open(url)
 
