@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from hermitcrab.dashboard.serve import serving_url
 from hermitcrab.install.service import ServiceError, has_tool, manager_for
 from hermitcrab.util.private import is_open_to_others
 from hermitcrab.util.server_options import NO_SANDBOX
@@ -36,6 +37,7 @@ from ..usage.prices import Prices
 from ..usage.tally import price_hints
 from .mcp_login import login_state
 from .options import McpConfigOption
+from .run import check_listen
 
 console = Console()
 DISCORD_API = "https://discord.com/api/v10"
@@ -87,10 +89,25 @@ async def run_checks(settings: Settings) -> list[Check]:
     checks.extend(await _server_checks(settings))
     checks.extend(_subagent_checks(settings))
     checks.append(_deadletters_check(settings))
+    checks.append(_dashboard_check(settings))
     checks.append(_sandbox_check())
     checks.append(_optional_tool("chromium", "browser", "apt-get install chromium (needed by the browser server)"))
     checks.append(_service_check())
     return checks
+
+
+def _dashboard_check(settings: Settings) -> Check:
+    """Off, served by a running `run`, or free to be served: a port another program holds fails `run` at start."""
+    if not settings.dashboard.enabled:
+        return Check("dashboard", "served", True, "off ([dashboard] enabled = false)", fatal=False)
+    url = serving_url(settings)
+    if url is not None:
+        return Check("dashboard", "served", True, f"{url} (hermitcrab dashboard prints a login link)")
+    try:
+        check_listen(settings.dashboard.host, settings.dashboard.port, "dashboard")
+    except ConfigError as exc:
+        return Check("dashboard", "served", False, str(exc))
+    return Check("dashboard", "served", True, f"{settings.dashboard.listen} is free: `hermitcrab run` serves it")
 
 
 def settings_help(settings: Settings) -> str:

@@ -1,0 +1,43 @@
+"""`hermitcrab dashboard` and doctor's dashboard row, with and without a run serving it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import httpx
+
+from tests.support.cli import CLI, cli_env
+from tests.support.dashboard import dashboard_run
+from tests.support.fake_llm import FakeLLM, free_port
+
+
+def cli(home: Path, llm: FakeLLM, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], env=cli_env(home, llm, env), capture_output=True, text=True, timeout=60)
+
+
+def test_a_link_minted_before_run_starts_logs_in_once_it_does(tmp_path: Path, llm: FakeLLM):
+    home = tmp_path / "home"
+    port = free_port()
+    listen = {"HERMITCRAB_DASHBOARD_LISTEN": f"127.0.0.1:{port}"}
+    minted = cli(home, llm, "dashboard", env=listen)
+    assert minted.returncode == 0, minted.stderr
+    assert minted.stdout.startswith(f"http://127.0.0.1:{port}/login?token=")
+    assert "no `hermitcrab run` serves the dashboard now" in minted.stderr
+    with dashboard_run(home, llm, env=listen) as run:
+        assert run.url == f"http://127.0.0.1:{port}"
+        landed = httpx.get(minted.stdout.strip(), follow_redirects=True)
+        assert landed.status_code == 200 and "<h1>Chat</h1>" in landed.text
+        again = cli(home, llm, "dashboard")
+        assert again.returncode == 0 and "no `hermitcrab run`" not in again.stderr
+
+
+def test_doctor_says_whether_the_dashboard_is_served(tmp_path: Path, llm: FakeLLM):
+    home = tmp_path / "home"
+    none = tmp_path / "none.json"
+    none.write_text('{"mcpServers": {}}')
+    free = cli(home, llm, "doctor", "--mcp-config", str(none), env={"COLUMNS": "300"})
+    assert "dashboard" in free.stdout and "is free" in free.stdout, free.stdout
+    with dashboard_run(home, llm) as run:
+        served = cli(home, llm, "doctor", "--mcp-config", str(none), env={"COLUMNS": "300"})
+        assert f"{run.url} (hermitcrab dashboard prints a login link)" in served.stdout, served.stdout
