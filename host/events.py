@@ -72,6 +72,16 @@ def system(label: str, rights: Rights = "system", *, data: bool | None = None) -
     return Principal("system", rights, label, data=rights != "owner" if data is None else data)
 
 
+@dataclass(frozen=True)
+class Attachment:
+    """A file sent with a message that the channel saved where the host can read it: an image the model is shown
+    in the message's turn (its text names the file too, for a model without vision and for the tools)."""
+
+    path: str
+    media_type: str
+    name: str
+
+
 NOWHERE = Target("none", "none")
 """The target of an event whose reply is not delivered (`deliver=False`): no conversation was known for it."""
 
@@ -96,6 +106,8 @@ class Event:
     on_done: OnDone | None = field(default=None, compare=False, repr=False)
     """Called with True once the event's turn finished and its reply was delivered (or it had been handled before),
     the moment a server's queue item may be acknowledged; with False when the turn failed."""
+    attachments: tuple[Attachment, ...] = ()
+    """Images sent with a user's message, shown to a model that takes images in the same turn."""
 
 
 class Channel(Protocol):

@@ -295,13 +295,15 @@ class DiscordChannel:
         if chat is None:
             return
         text = addressing.sub("", message.content).strip() if addressing else message.content
-        extra = await describe(message.attachments, self._inbox, message.id, self._max_text_bytes)
+        extra, images = await describe(message.attachments, self._inbox, message.id, self._max_text_bytes)
         text = "\n\n".join(part for part in (text, extra) if part)
         if text:
             target = Target(self.name, conversation, user, reply_to=str(message.id))
             principal = self.access.principal(user, chat, message.author.name)
             inbound = f"{self.name}:{message.id}"
-            await self._submit(Event("message", text, target, chat=chat, principal=principal, inbound_id=inbound))
+            await self._submit(
+                Event("message", text, target, chat=chat, principal=principal, inbound_id=inbound, attachments=images)
+            )
 
     async def on_command(self, interaction: discord.Interaction, name: str) -> None:
         """An application command: the same access rules as a message (no mention needed), then `/name`."""

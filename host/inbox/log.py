@@ -18,7 +18,7 @@ from typing import Any, cast, get_args
 
 from hermitcrab.util.files import append_line, atomic_write_text
 
-from ..events import ChatType, Event, EventKind, Principal, Rights, Target
+from ..events import Attachment, ChatType, Event, EventKind, Principal, Rights, Target
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +107,7 @@ def to_record(event: Event) -> dict[str, Any]:
         "deliver": event.deliver,
         "principal": asdict(event.principal),
         "inbound_id": event.inbound_id,
+        "attachments": [asdict(attachment) for attachment in event.attachments],
     }
 
 
@@ -126,6 +127,7 @@ def from_record(record: dict[str, Any]) -> Event:
         deliver=bool(record["deliver"]),
         principal=Principal(**principal),
         inbound_id=None if record.get("inbound_id") is None else str(record["inbound_id"]),
+        attachments=tuple(Attachment(**attachment) for attachment in record.get("attachments", [])),
     )
 
 

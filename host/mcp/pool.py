@@ -97,6 +97,7 @@ class ServerHandle:
         self.attempted = anyio.Event()
         self._on_event = on_event
         self._errlog = errlog
+        self._elicitation = ElicitationHandler(config.name)
         self._client: Client | None = None
         self._ready = anyio.Event()
         self._dead = anyio.Event()
@@ -178,7 +179,7 @@ class ServerHandle:
         timeout = self.config.timeout_s
         entries = {**({SESSION_META: session} if session is not None else {}), **(caller or {})}
         meta: types.RequestParamsMeta | None = types.RequestParamsMeta(**entries) if entries else None
-        with call_clock(timeout):
+        with call_clock(timeout), self._elicitation.calling():
             client = await self._connected()
             try:
                 result = await client.call_tool(tool, arguments, meta=meta)
@@ -198,13 +199,13 @@ class ServerHandle:
 
     async def read_resource(self, uri: str) -> str:
         """The text of one of this server's resources (what changed, after a ResourceUpdated event)."""
-        with anyio.fail_after(self.config.timeout_s):
+        with anyio.fail_after(self.config.timeout_s), self._elicitation.calling():
             result = await (await self._connected()).read_resource(uri)
         return "\n".join(getattr(item, "text", "") for item in result.contents)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
         """One of this server's prompts filled in with `arguments` (a `/<server>:<prompt>` command)."""
-        with anyio.fail_after(self.config.timeout_s):
+        with anyio.fail_after(self.config.timeout_s), self._elicitation.calling():
             return await (await self._connected()).get_prompt(name, arguments)
 
     async def _connected(self) -> Client:
@@ -235,7 +236,7 @@ class ServerHandle:
         return Client(
             target,
             mode=config.protocol,
-            elicitation_callback=ElicitationHandler(config.name),
+            elicitation_callback=self._elicitation,
             message_handler=self._on_message,
             client_info=_CLIENT_INFO,
         )

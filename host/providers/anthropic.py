@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import ProviderError
 from ._http import HttpProvider
 from .base import Completion, Message, TextSink, ToolCall, ToolSpec, Usage, register, tool_call
+from .images import Image
 from .streaming import read_stream
 
 API_VERSION = "2023-06-01"
@@ -28,7 +30,7 @@ class AnthropicProvider(HttpProvider):
         payload: dict[str, Any] = {
             "model": self.profile.model,
             "system": [{"type": "text", "text": system, "cache_control": CACHED}] if system else system,
-            "messages": with_breakpoints(to_wire(messages)),
+            "messages": with_breakpoints(to_wire(messages, self.profile.images is not False)),
             "max_tokens": self.profile.max_tokens,
         }
         if tools:
@@ -47,12 +49,14 @@ class AnthropicProvider(HttpProvider):
             )
 
 
-def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Anthropic wants tool results as user-turn blocks, and consecutive same-role turns merged."""
+def to_wire(messages: Sequence[Message], images: bool) -> list[dict[str, Any]]:
+    """Anthropic wants tool results as user-turn blocks, and consecutive same-role turns merged; with `images`
+    (every Claude model takes them, so unless the profile says `images = false`), a message's images go as
+    base64 `image` blocks, inside the `tool_result` for a tool's."""
     wire: list[dict[str, Any]] = []
     for message in messages:
         role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(message)
+        blocks = _blocks(message, images)
         if wire and wire[-1]["role"] == role:
             wire[-1]["content"].extend(blocks)
         else:
@@ -70,19 +74,29 @@ def with_breakpoints(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return wire
 
 
-def _blocks(message: Message) -> list[dict[str, Any]]:
+def _blocks(message: Message, images: bool) -> list[dict[str, Any]]:
+    shown = [_image(image) for image in message.images] if images else []
     if message.role == "tool":
+        content: str | list[dict[str, Any]] = message.content
+        if shown:
+            content = [*([{"type": "text", "text": message.content}] if message.content else []), *shown]
         return [
             {
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id,
-                "content": message.content,
+                "content": content,
                 "is_error": message.is_error,
             }
         ]
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+    text: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+    blocks = [*shown, *text]  # images before the text that asks about them, as Anthropic advises
     blocks.extend({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls)
     return blocks
+
+
+def _image(image: Image) -> dict[str, Any]:
+    data = base64.b64encode(image.data).decode()
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": data}}
 
 
 class _Block(BaseModel):

@@ -13,6 +13,7 @@ import httpx
 
 from ..config import ProviderProfile
 from ..errors import AllProvidersFailed, ConfigError, ContextOverflowError, ProviderError
+from .images import Image
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,9 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     is_error: bool = False
+    images: tuple[Image, ...] = ()
+    """Shown beside `content` by a provider whose model takes images; `content` states each of them in text too
+    (`images.Fitted.statement`), which is all a model without vision sees."""
 
 
 @dataclass(frozen=True)

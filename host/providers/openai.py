@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections.abc import Sequence
@@ -27,7 +28,7 @@ class OpenAIProvider(HttpProvider):
     ) -> Completion:
         payload: dict[str, Any] = {
             "model": self.profile.model,
-            "messages": [{"role": "system", "content": system}, *(to_wire(m) for m in messages)],
+            "messages": [{"role": "system", "content": system}, *to_wire(messages, takes_images(self.profile))],
             "max_tokens": self.profile.max_tokens,
         }
         if tools:
@@ -58,9 +59,47 @@ def sends_cache_key(profile: ProviderProfile) -> bool:
     return urlsplit(profile.base_url).hostname == "api.openai.com"
 
 
-def to_wire(message: Message) -> dict[str, Any]:
+def takes_images(profile: ProviderProfile) -> bool:
+    """Whether images go out as `image_url` parts: as the profile says, else only to OpenAI's own API, whose chat
+    models all take them (a text-only model on another server would refuse the whole request)."""
+    if profile.images is not None:
+        return profile.images
+    return urlsplit(profile.base_url).hostname == "api.openai.com"
+
+
+def to_wire(messages: Sequence[Message], images: bool) -> list[dict[str, Any]]:
+    """The chat completions messages; with `images`, a message's images go as `image_url` data URLs.
+
+    A tool message can hold only text in this format, so the images of a run of tool results follow it in one user
+    message, each headed by the call it came from (the way OpenAI's own agents show a tool's image): right after
+    the results, since nothing may come between an assistant's tool calls and their results."""
+    wire: list[dict[str, Any]] = []
+    shown: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role != "tool" and shown:
+            wire.append({"role": "user", "content": shown})
+            shown = []
+        wire.append(_message(message, images))
+        if message.role == "tool" and images and message.images:
+            shown.append({"type": "text", "text": f"The image(s) of tool call {message.tool_call_id}:"})
+            shown.extend(_image_parts(message))
+    if shown:
+        wire.append({"role": "user", "content": shown})
+    return wire
+
+
+def _image_parts(message: Message) -> list[dict[str, Any]]:
+    return [
+        {"type": "image_url", "image_url": {"url": f"data:{i.media_type};base64,{base64.b64encode(i.data).decode()}"}}
+        for i in message.images
+    ]
+
+
+def _message(message: Message, images: bool) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role == "user" and images and message.images:
+        return {"role": "user", "content": [{"type": "text", "text": message.content}, *_image_parts(message)]}
     wire: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
         wire["content"] = message.content or None

@@ -21,6 +21,8 @@ from hermitcrab.util.files import Stamp, append_line
 from hermitcrab.util.store import JsonFile
 
 from ..providers.base import Completion, Message, ToolCall, Usage
+from ..providers.images import Image
+from .media import MediaStore, reference_of
 
 logger = logging.getLogger(__name__)
 CHARS_PER_TOKEN = 4
@@ -49,6 +51,8 @@ class View:
     flushed: bool = False
     reported: int | None = None
     added_chars: int = 0
+    media: MediaStore | None = None
+    """Where the images its entries name are kept; without one, images are stated in their entries' text only."""
     _shown: list[Message] = field(default_factory=list[Message])
     _pending: dict[str, str] = field(default_factory=dict[str, str])
 
@@ -103,7 +107,7 @@ class View:
         if kind == "user":
             note = entry.get("note")  # the host's note on the turn (when, where, who), a message of its own
             shown.extend([Message("user", str(note))] if note else [])
-            shown.append(Message("user", entry.get("text", "")))
+            shown.append(Message("user", entry.get("text", ""), images=self._images(entry)))
         elif kind == "assistant":
             shown.append(Message("assistant", entry.get("text", "")))
         elif kind == "tool_call" and shown and shown[-1].role == "assistant":
@@ -113,7 +117,18 @@ class View:
         elif kind == "tool_result" and entry.get("call_id") in pending:
             pending.pop(entry["call_id"])
             is_error = bool(entry.get("is_error"))
-            shown.append(Message("tool", entry.get("text", ""), tool_call_id=entry["call_id"], is_error=is_error))
+            images = self._images(entry)
+            shown.append(
+                Message("tool", entry.get("text", ""), tool_call_id=entry["call_id"], is_error=is_error, images=images)
+            )
+
+    def _images(self, entry: dict[str, Any]) -> tuple[Image, ...]:
+        """The images an entry names, read from the media store (one whose file is gone is left out, logged)."""
+        references = entry.get("images")
+        if self.media is None or not isinstance(references, list):
+            return ()
+        loaded = (self.media.load(reference) for reference in cast(list[object], references))
+        return tuple(image for image in loaded if image is not None)
 
     def context_tokens(self) -> int | None:
         """The context size by the provider's last count plus an estimate of what came since; None if uncounted."""
@@ -125,7 +140,8 @@ class Transcript:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._view = View()
+        self.media = MediaStore(path.parent / "media")
+        self._view = View(media=self.media)
         self._offset = 0
         self._lines = 0
 
@@ -153,7 +169,7 @@ class Transcript:
         except FileNotFoundError:
             return self._view
         if size < self._offset:  # replaced or truncated by hand: start over from the file
-            self._view, self._offset, self._lines = View(), 0, 0
+            self._view, self._offset, self._lines = View(media=self.media), 0, 0
         if size > self._offset:
             with self.path.open("rb") as handle:
                 handle.seek(self._offset)
@@ -250,7 +266,11 @@ def entry_chars(entry: dict[str, Any]) -> int:
     """Characters an entry adds to the model's context (for the four-characters-a-token estimate)."""
     arguments = entry.get("arguments")
     extra = len(json.dumps(arguments, ensure_ascii=False)) + len(str(entry.get("name", ""))) if arguments else 0
-    return len(str(entry.get("text", ""))) + len(str(entry.get("note", ""))) + extra + MESSAGE_OVERHEAD_CHARS
+    images = entry.get("images")
+    references = (reference_of(value) for value in cast(list[object], images)) if isinstance(images, list) else ()
+    pictures = sum(reference.tokens * CHARS_PER_TOKEN for reference in references if reference is not None)
+    text = len(str(entry.get("text", ""))) + len(str(entry.get("note", "")))
+    return text + extra + pictures + MESSAGE_OVERHEAD_CHARS
 
 
 def _reported(entry: dict[str, Any]) -> int:

@@ -130,6 +130,7 @@ class Agent:
                 flush_target=self.flush_target(),
                 inbound=event.inbound_id,
                 trigger=event.kind,
+                attachments=event.attachments,
             )
         finally:
             cache_scope.reset(scope)

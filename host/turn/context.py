@@ -102,7 +102,8 @@ class ContextKeeper:
 
 def message_chars(message: Message) -> int:
     calls = sum(len(c.name) + len(json.dumps(c.arguments, ensure_ascii=False)) for c in message.tool_calls)
-    return len(message.content) + calls + MESSAGE_OVERHEAD_CHARS
+    pictures = sum(image.tokens for image in message.images) * CHARS_PER_TOKEN
+    return len(message.content) + calls + pictures + MESSAGE_OVERHEAD_CHARS
 
 
 def fit(messages: Sequence[Message], max_chars: int) -> list[Message]:

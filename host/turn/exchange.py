@@ -8,15 +8,17 @@ call as it starts and finishes.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ContextOverflowError, StreamCutError
 from ..events import MessageDone
 from ..providers.base import Completion, Message, Provider, ToolSpec, Usage
+from ..providers.images import ImageBudget, RawImage
 from ..session.transcript import Transcript
 from ..text import cut_middle
+from .images import Kept, keep
 from .silence import Unsilenced
 from .stream import TurnStream
 from .tool_calls import Toolbox, run_tools
@@ -41,6 +43,8 @@ class Exchange:
     recover: Refit | None = None
     """Called once when the provider says the context overflowed, before the call is tried again."""
     marks: dict[str, Any] = field(default_factory=dict[str, Any])
+    images: ImageBudget | None = None
+    """The budget tool results' images are fitted to (`images.py`); None: they are only stated in text."""
     usage: Usage = field(default_factory=Usage)
     answers: list[Completion] = field(default_factory=list[Completion])
     """Every answer, for what it cost: its model and provider price its usage (`turn/budget.py`)."""
@@ -76,12 +80,26 @@ class Exchange:
                 )
             outcomes = await run_tools(self.toolbox, answer.tool_calls, self.stream)
             for call, outcome in zip(answer.tool_calls, outcomes, strict=True):
-                text = cut_middle(outcome.text, self.max_result_chars, "the tool result was too long")
+                kept = await self._kept(outcome.images)
+                text = kept.text(cut_middle(outcome.text, self.max_result_chars, "the tool result was too long"))
                 self.transcript.append(
-                    "tool_result", call_id=call.id, name=call.name, text=text, is_error=outcome.is_error, **self.marks
+                    "tool_result",
+                    call_id=call.id,
+                    name=call.name,
+                    text=text,
+                    is_error=outcome.is_error,
+                    **kept.fields(),
+                    **self.marks,
                 )
-                messages.append(Message("tool", text, tool_call_id=call.id, is_error=outcome.is_error))
+                messages.append(
+                    Message("tool", text, tool_call_id=call.id, is_error=outcome.is_error, images=kept.images)
+                )
         return None
+
+    async def _kept(self, raws: Sequence[RawImage]) -> Kept:
+        if self.images is None:
+            return Kept(tuple(f"[{raw.label}: {raw.media_type}, not shown in this turn]" for raw in raws))
+        return await keep(raws, self.images, self.transcript.media)
 
     async def _complete(self, messages: list[Message], specs: list[ToolSpec]) -> Completion:
         """The model's next message; a stream broken off mid-answer ends the turn with what it said and a notice

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..config import AgentSettings
 from ..errors import ContextOverflowError
+from ..events import Attachment
 from ..providers.base import Completion, Provider, Usage
 from ..session.transcript import Session
 from .budget import Spent
@@ -15,6 +17,8 @@ from .context import ContextKeeper
 from .exchange import Exchange
 from .failures import failure_text
 from .flush import FlushTarget
+from .images import budget as image_budget
+from .images import keep_attachments
 from .silence import is_silent
 from .stream import TurnStream
 from .tool_calls import Toolbox
@@ -59,6 +63,7 @@ async def run_turn(
     flush_target: FlushTarget | None = None,
     inbound: str | None = None,
     trigger: str | None = None,
+    attachments: Sequence[Attachment] = (),
 ) -> TurnResult:
     """Record the user's text (with the host's `note` on the turn, shown before it), loop model <-> tools, and
     return the reply to deliver (None when silent).
@@ -68,6 +73,7 @@ async def run_turn(
     A context overflow compacts and retries once; a second one is answered with what happened, never looped.
     What happens is told to `stream` as it happens (`exchange.py`), compactions included. A `trigger` other than a
     message (e.g. `heartbeat`) marks every entry of the turn, so what it cost can be told apart (`hermitcrab usage`).
+    The message's image `attachments` are fitted to the agent's budget and shown with its text (`images.py`).
     """
     marks = {"trigger": trigger} if trigger and trigger != "message" else {}
     stream = stream or TurnStream()
@@ -75,7 +81,9 @@ async def run_turn(
     live = transcript.view().live
     if inbound is None or not live or live[-1].get("inbound") != inbound:  # else: the cut-off turn goes on
         noted = {"note": note} if note else {}
-        transcript.append("user", text=user_text, **noted, **({"inbound": inbound} if inbound else {}), **marks)
+        kept = await keep_attachments(attachments, image_budget(settings), transcript.media)
+        fields = {**noted, **kept.fields(), **({"inbound": inbound} if inbound else {}), **marks}
+        transcript.append("user", text=kept.text(user_text), **fields)
     keeper = ContextKeeper(session, provider, toolbox, system, settings, flush_target or FlushTarget(), stream)
     exchange = Exchange(
         provider,
@@ -88,6 +96,7 @@ async def run_turn(
         prepare=keeper.prepare,
         recover=keeper.recover,
         marks=marks,
+        images=image_budget(settings),
     )
     try:
         answer = await exchange.run(session.messages())

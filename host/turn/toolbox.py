@@ -106,7 +106,8 @@ class HostToolbox:
             current_asker.reset(token)
         if outcome.untrusted:
             server = self.pool.server_of(name) or "a"
-            return ToolOutcome(fence(outcome.text, f"the {server} server, which marked it as others' content"))
+            fenced = fence(outcome.text, f"the {server} server, which marked it as others' content")
+            return ToolOutcome(fenced, images=outcome.images)
         return outcome
 
     def _delivery_problem(self, arguments: dict[str, Any]) -> str | None:

@@ -1,9 +1,11 @@
-"""A small MCP server for host tests: echo, hearsay (marked as others' text), add, a tool that hangs, its own pid,
-event publishers (plain text, and a queue following the server-event contract), and a prompt with arguments."""
+"""A small MCP server for host tests: echo, hearsay (marked as others' text), add, a tool that hangs, its own pid, a
+picture read from a file, event publishers (plain text, and a queue following the server-event contract), and a
+prompt with arguments."""
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 from pathlib import Path
@@ -88,6 +90,17 @@ def build_server(name: str = "testkit", queue_file: Path | None = None) -> MCPSe
     def big(size: int) -> str:
         """Return a string of `size` characters."""
         return "x" * size
+
+    @server.tool()
+    def picture(path: str, mime_type: str = "image/png") -> types.CallToolResult:
+        """The file at `path` as an image result, said to be `mime_type` (whatever the bytes are)."""
+        data = base64.b64encode(Path(path).read_bytes()).decode()
+        return types.CallToolResult(
+            content=[
+                types.TextContent(text=f"the picture {Path(path).name}"),
+                types.ImageContent(data=data, mime_type=mime_type),
+            ]
+        )
 
     @server.tool()
     def guarded(action: str, approval: Annotated[Approval, Resolve(ask_approval)]) -> str:

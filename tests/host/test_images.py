@@ -1,0 +1,92 @@
+"""Images fitted to the budget (downscaled, re-encoded, or stated when they cannot be decoded), kept in the session's
+media store by hash, named in the transcript, shown again after a restart and counted in the context."""
+
+from __future__ import annotations
+
+import io
+import stat
+from pathlib import Path
+
+from PIL import Image as Pillow
+
+from hermitcrab.host.providers.images import ImageBudget, RawImage, fit
+from hermitcrab.host.session.transcript import Transcript, entry_chars
+from hermitcrab.host.turn.context import message_chars
+from hermitcrab.host.turn.images import keep
+
+BUDGET = ImageBudget(max_side=512, max_bytes=60_000)
+
+
+def encoded(picture: Pillow.Image, form: str) -> bytes:
+    buffer = io.BytesIO()
+    picture.save(buffer, form)
+    return buffer.getvalue()
+
+
+def noise(width: int, height: int) -> Pillow.Image:
+    """A picture that compresses badly, so the byte budget and not only the side is tested."""
+    return Pillow.merge("RGB", [Pillow.effect_noise((width, height), 80) for _ in range(3)])
+
+
+def test_a_huge_image_is_downscaled_and_reencoded_under_the_budget():
+    data = encoded(noise(3000, 2000), "PNG")
+
+    fitted = fit(RawImage("image/png", data), BUDGET)
+
+    assert fitted.image is not None and len(data) > 10 * BUDGET.max_bytes
+    assert max(fitted.image.width, fitted.image.height) <= BUDGET.max_side
+    assert len(fitted.image.data) <= BUDGET.max_bytes
+    shown = Pillow.open(io.BytesIO(fitted.image.data))
+    assert (shown.width, shown.height) == (fitted.image.width, fitted.image.height)
+    assert shown.format == "JPEG" and fitted.image.media_type == "image/jpeg"
+    assert fitted.statement.startswith("[image: image/png 3000x2000, sent as image/jpeg ")
+
+
+def test_a_small_image_in_a_taken_format_is_sent_as_it_came():
+    data = encoded(Pillow.new("RGBA", (64, 48), (0, 0, 255, 128)), "PNG")
+
+    fitted = fit(RawImage("image/png", data, "image cat.png"), BUDGET)
+
+    assert fitted.image is not None and fitted.image.data == data
+    assert fitted.statement == f"[image cat.png: image/png, 64x48, {len(data):,} bytes]"
+
+
+def test_an_image_in_a_format_the_apis_do_not_take_is_converted():
+    fitted = fit(RawImage("image/bmp", encoded(Pillow.new("RGB", (30, 20), "red"), "BMP")), BUDGET)
+
+    assert fitted.image is not None and fitted.image.media_type in ("image/png", "image/jpeg")
+    assert Pillow.open(io.BytesIO(fitted.image.data)).size == (30, 20)
+
+
+def test_a_corrupt_or_lying_image_is_stated_in_text():
+    for data in (b"\x89PNG\r\n\x1a\n not really", b"", encoded(noise(40, 40), "PNG")[:200]):
+        fitted = fit(RawImage("image/png\n<script>", data), BUDGET)
+
+        assert fitted.image is None
+        assert fitted.statement.startswith(f"[image: image/pngscript, {len(data):,} bytes, not shown: it could not")
+
+
+async def test_images_are_kept_by_hash_named_in_the_transcript_and_shown_after_a_restart(tmp_path: Path):
+    path = tmp_path / "sessions" / "main.jsonl"
+    transcript = Transcript(path)
+    data = encoded(noise(700, 350), "PNG")
+    kept = await keep([RawImage("image/png", data), RawImage("image/png", b"junk")], BUDGET, transcript.media)
+    again = await keep([RawImage("image/png", data)], BUDGET, transcript.media)
+    transcript.append("user", text="look")
+    transcript.append("assistant", text="", model="m", provider="p", usage={})
+    transcript.append("tool_call", call_id="c1", name="shot", arguments={})
+    entry = transcript.append("tool_result", call_id="c1", name="shot", text=kept.text("a shot"), **kept.fields())
+
+    (stored,) = (tmp_path / "sessions" / "media").iterdir()
+    assert again.references == kept.references and stored.name == f"{kept.references[0]['sha256']}.jpeg"
+    assert stat.S_IMODE(stored.stat().st_mode) == 0o600 and stat.S_IMODE(stored.parent.stat().st_mode) == 0o700
+    assert len(path.read_text().splitlines()[-1]) < 1_000  # a reference, no base64
+    assert entry["text"].splitlines()[0] == "a shot" and "could not be decoded" in entry["text"]
+    shown = Transcript(path).view().messages()
+    assert shown[-1].images == kept.images and len(kept.images) == 1
+    image = kept.images[0]
+    assert entry_chars(entry) > len(entry["text"]) + image.tokens * 3
+    assert message_chars(shown[-1]) > len(entry["text"]) + image.tokens * 3
+
+    stored.write_bytes(b"altered")
+    assert Transcript(path).view().messages()[-1].images == ()  # left out, stated in the text all the same
