@@ -3,7 +3,9 @@ the CSRF token its forms carry, the notices left by the last action)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from .auth import csrf_token
+from .context import context
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 
@@ -38,6 +41,7 @@ def page(request: Request, template: str, title: str, status: int = 200, **value
         "nav": request.app.state.nav,
         "csrf": csrf_token(session) if session else "",
         "notices": notices.take(session) if session else [],
+        "when": partial(moment, now=context(request).agent.now()),
         **values,
     }
     return templates.TemplateResponse(request, template, shown, status_code=status)
@@ -49,3 +53,21 @@ def done(request: Request, to: str, notice: str | None = None) -> Response:
         notices: Notices = request.app.state.notices
         notices.add(request.state.session, notice)
     return RedirectResponse(to, status_code=303)
+
+
+def moment(at: float, now: dt.datetime) -> str:
+    """`at` (a Unix time) as the owner reads it: date and time in the zone of `now` (the agent's clock, in the
+    owner's zone) and how long before or after `now` it is ("2026-12-03 18:45 (3 min ago)"). Templates call it as
+    `when(at)`."""
+    then = dt.datetime.fromtimestamp(at, now.tzinfo)
+    return f"{then:%Y-%m-%d %H:%M} ({_relative((now - then).total_seconds())})"
+
+
+def _relative(seconds: float) -> str:
+    size = abs(seconds)
+    if size < 60:
+        return "just now"
+    unit, length = next((u, n) for u, n in (("day", 86400), ("h", 3600), ("min", 60)) if size >= n)
+    count = int(size // length)
+    amount = f"{count} {unit}{'s' if unit == 'day' and count > 1 else ''}"
+    return f"{amount} ago" if seconds > 0 else f"in {amount}"
