@@ -20,6 +20,7 @@ COPY install /src/install
 COPY util /src/util
 COPY servers /src/servers
 COPY channels /src/channels
+COPY dashboard /src/dashboard
 COPY workspace /src/workspace
 RUN python3 -m venv /opt/hermitcrab \
     && /opt/hermitcrab/bin/pip install --no-cache-dir "/src[${EXTRAS}]"
