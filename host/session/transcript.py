@@ -237,6 +237,12 @@ class SessionStore:
         self._write_index(index)
         return self._session(key, session_id)
 
+    def transcripts(self) -> dict[str, Path]:
+        """Every session key with the file of its current transcript, for listing them (the dashboard): nothing is
+        opened, so the sessions kept in memory stay those the turns use."""
+        records = self._index().items()
+        return {key: self.root / f"{record['id']}.jsonl" for key, record in records if _names_transcript(record)}
+
     def _session(self, key: str, session_id: str) -> Session:
         session = self._sessions.get(session_id)
         if session is None or session.key != key:
@@ -299,6 +305,12 @@ def _interrupted(pending: dict[str, str]) -> list[Message]:
     results = [Message("tool", INTERRUPTED, tool_call_id=call_id, is_error=True) for call_id in pending]
     pending.clear()
     return results
+
+
+def _names_transcript(record: object) -> bool:
+    """Whether an index record names a transcript file inside the folder (a hand-edited index may not)."""
+    found = cast(dict[str, object], record).get("id") if isinstance(record, dict) else None
+    return isinstance(found, str) and bool(found) and all(ch.isalnum() or ch in "-_" for ch in found)
 
 
 def _safe(key: str) -> str:
