@@ -33,6 +33,7 @@ def test_tool_round_trip_prints_only_the_final_reply(hermitcrab, llm, desktop_co
         "hang",
         "hearsay",
         "message",
+        "picture",
         "pid",
         "publish",
         "queue_ack",
