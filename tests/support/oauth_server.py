@@ -7,21 +7,29 @@ redirects: `python oauth_server.py --follow URL` is the one `BROWSER` names in t
 `/test/stats` says how many codes and refreshes were granted; `/test/revoke` withdraws every token, as a user
 revoking the app would; `/test/expire` ends the access tokens' life early, as a server restart might.
 
-    python oauth_server.py --port 8123 [--expires-in 3600]
+    python oauth_server.py --port 8123 [--expires-in 3600] [--deny]
+
+`running_oauth_server()` starts one for a test and hands over its URL, its counters and its switches.
 """
 
 from __future__ import annotations
 
 import argparse
 import secrets
+import shlex
+import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import httpx
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizationParams,
+    AuthorizeError,
     RefreshToken,
     construct_redirect_uri,
 )
@@ -31,14 +39,47 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-STATS_PATH = "/test/stats"
+BROWSER = f"{shlex.quote(sys.executable)} {shlex.quote(__file__)} --follow %s"
+"""What `BROWSER` is set to for a CLI whose `--open` should log in: Python's `webbrowser` runs it."""
+
+
+@dataclass(frozen=True)
+class OAuthServer:
+    """A running test server: `url` is its MCP endpoint; the methods read its counters and flip its state."""
+
+    url: str
+
+    @property
+    def base(self) -> str:
+        return self.url.removesuffix("/mcp")
+
+    def stats(self) -> Counter[str]:
+        return Counter(httpx.get(f"{self.base}/test/stats").json())
+
+    def revoke(self) -> None:
+        httpx.post(f"{self.base}/test/revoke").raise_for_status()
+
+    def expire(self) -> None:
+        httpx.post(f"{self.base}/test/expire").raise_for_status()
+
+
+@contextmanager
+def running_oauth_server(*options: str) -> Iterator[OAuthServer]:
+    # Imported here: this file also runs as a script, where the `tests` package is not on the path.
+    from tests.support.fake_llm import free_port
+    from tests.support.processes import serving
+
+    port = free_port()
+    with serving([sys.executable, __file__, "--port", str(port), *options], port) as url:
+        yield OAuthServer(url)
 
 
 class MemoryAuthority:
     """The SDK's `OAuthAuthorizationServerProvider` over dicts: every grant counted, access tokens short-lived."""
 
-    def __init__(self, expires_in: int) -> None:
+    def __init__(self, expires_in: int, deny: bool) -> None:
         self.expires_in = expires_in
+        self.deny = deny
         self.counts: Counter[str] = Counter()
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
@@ -53,6 +94,8 @@ class MemoryAuthority:
         self.clients[client_info.client_id] = client_info
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        if self.deny:
+            raise AuthorizeError("access_denied", "the user said no")
         code = secrets.token_urlsafe(32)
         self.codes[code] = AuthorizationCode(
             code=code,
@@ -113,9 +156,9 @@ class MemoryAuthority:
         )
 
 
-def build_server(port: int, expires_in: int) -> MCPServer:
+def build_server(port: int, expires_in: int, deny: bool) -> MCPServer:
     base = f"http://127.0.0.1:{port}"
-    authority = MemoryAuthority(expires_in)
+    authority = MemoryAuthority(expires_in, deny)
     server = MCPServer(
         "remote",
         auth_server_provider=authority,
@@ -134,7 +177,7 @@ def build_server(port: int, expires_in: int) -> MCPServer:
         """Add two numbers (reached only with a valid token)."""
         return a + b
 
-    @server.custom_route(STATS_PATH, methods=["GET"])
+    @server.custom_route("/test/stats", methods=["GET"])
     async def stats(request: Request) -> Response:
         return JSONResponse(dict(authority.counts))
 
@@ -163,12 +206,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int)
     parser.add_argument("--expires-in", type=int, default=3600)
+    parser.add_argument("--deny", action="store_true", help="refuse every authorisation, as a user saying no")
     parser.add_argument("--follow", metavar="URL", help="act as the browser: open URL and follow its redirects")
     args = parser.parse_args()
     if args.follow:
         follow(args.follow)
         return
-    server = build_server(args.port, args.expires_in)
+    server = build_server(args.port, args.expires_in, args.deny)
     server.run("streamable-http", host="127.0.0.1", port=args.port)
 
 
