@@ -1,14 +1,21 @@
 """Images fitted to the budget (downscaled, re-encoded, or stated when they cannot be decoded), kept in the session's
-media store by hash, named in the transcript, shown again after a restart and counted in the context."""
+media store by hash, named in the transcript, shown again after a restart and counted in the context; a tool
+result's content blocks as text, images and statements; a message's attachments across a restart."""
 
 from __future__ import annotations
 
+import base64
 import io
+import json
 import stat
 from pathlib import Path
 
+from mcp import types
 from PIL import Image as Pillow
 
+from hermitcrab.host.events import Attachment, Event, Target
+from hermitcrab.host.inbox.log import from_record, to_record
+from hermitcrab.host.mcp.content import render
 from hermitcrab.host.providers.images import ImageBudget, RawImage, fit
 from hermitcrab.host.session.transcript import Transcript, entry_chars
 from hermitcrab.host.turn.context import message_chars
@@ -90,3 +97,44 @@ async def test_images_are_kept_by_hash_named_in_the_transcript_and_shown_after_a
 
     stored.write_bytes(b"altered")
     assert Transcript(path).view().messages()[-1].images == ()  # left out, stated in the text all the same
+
+
+def test_a_results_content_becomes_text_images_and_statements():
+    shot = base64.b64encode(encoded(Pillow.new("RGB", (4, 4)), "PNG")).decode()
+    result = types.CallToolResult(
+        content=[
+            types.TextContent(text="here"),
+            types.ImageContent(data=shot, mime_type="image/png"),
+            types.ImageContent(data="not base64!", mime_type="image/png"),
+            types.AudioContent(data="AAAA", mime_type="audio/wav"),
+            types.EmbeddedResource(resource=types.TextResourceContents(uri="file:///a.txt", text="inline")),
+            types.EmbeddedResource(
+                resource=types.BlobResourceContents(uri="file:///b.png", blob=shot, mime_type="image/png")
+            ),
+            types.EmbeddedResource(resource=types.BlobResourceContents(uri="file:///c.bin", blob="AAAA")),
+            types.ResourceLink(name="d", uri="file:///d.pdf", mime_type="application/pdf"),
+        ]
+    )
+
+    rendered = render(result)
+
+    assert rendered.text.splitlines() == [
+        "here",
+        "[image: image/png, not shown: its data is not valid base64]",
+        "[audio: audio/wav, 3 bytes, not heard: no model API here takes audio]",
+        "[resource file:///a.txt]",
+        "inline",
+        "[resource file:///c.bin: binary, 3 bytes, not shown: not text]",
+        "[resource link file:///d.pdf: application/pdf]",
+    ]
+    assert [(image.label, image.data) for image in rendered.images] == [
+        ("image", base64.b64decode(shot)),
+        ("resource file:///b.png", base64.b64decode(shot)),
+    ]
+
+
+def test_a_messages_attachments_survive_the_inbox_record(tmp_path: Path):
+    photo = Attachment(str(tmp_path / "leaf.jpg"), "image/jpeg", "leaf.jpg")
+    event = Event("message", "look", Target("discord", "1", "2"), inbound_id="discord:9", attachments=(photo,))
+
+    assert from_record(json.loads(json.dumps(to_record(event)))).attachments == (photo,)
