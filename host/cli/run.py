@@ -115,7 +115,7 @@ async def serve(settings: Settings, public: bool) -> None:
                 await group.start(webhook.serve, hooks.host, hooks.port)
             dashboard = None
             if settings.dashboard.enabled:
-                web = WebChannel(gateway.submit)
+                web = WebChannel(gateway.submit, settings.state)
                 gateway.add_channel(web)
                 dashboard = await group.start(serve_dashboard, Context(settings, gateway, agent, web), public)
             if token := settings.discord.token:

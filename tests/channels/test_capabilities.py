@@ -10,6 +10,7 @@ import pytest
 
 from hermitcrab.channels.discord.channel import DiscordChannel
 from hermitcrab.channels.terminal import TerminalChannel
+from hermitcrab.channels.web import WebChannel
 from hermitcrab.channels.webhook import WebhookChannel
 from hermitcrab.host.cli.ask import CliChannel
 from hermitcrab.host.events import Asks, ChecksConversations, Idles, Streams, WaitsReady
@@ -24,6 +25,7 @@ CAPABILITIES = (Asks, Idles, ChecksConversations, WaitsReady, Streams)
         (WebhookChannel, {ChecksConversations, Streams}),
         (TerminalChannel, {Streams}),
         (CliChannel, {Asks, Streams}),
+        (WebChannel, {Asks, Idles, ChecksConversations, Streams}),
     ],
     ids=lambda value: getattr(value, "__name__", ""),
 )
@@ -31,7 +33,7 @@ def test_a_channel_offers_exactly_the_capabilities_it_implements(adapter: type, 
     assert {capability for capability in CAPABILITIES if issubclass(adapter, capability)} == expected
 
 
-@pytest.mark.parametrize("adapter", [DiscordChannel, WebhookChannel, TerminalChannel, CliChannel])
+@pytest.mark.parametrize("adapter", [DiscordChannel, WebhookChannel, TerminalChannel, CliChannel, WebChannel])
 def test_every_channel_describes_what_it_can_show(adapter: type):
     display = getattr(adapter, "display", None)
     assert isinstance(display, str) and len(display) > 20
