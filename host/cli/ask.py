@@ -59,10 +59,12 @@ class CliChannel:
         return None
 
     async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
-        options = f" [{' / '.join(choices)}]" if choices else ""
+        """The question on stderr, its choices numbered (a number answers too), and the next line of stdin: an
+        empty line is an answer (a form field's default), the end of stdin none."""
+        options = "".join(f"\n  {index}. {choice}" for index, choice in enumerate(choices or (), 1))
         print(f"? {question}{options}", file=sys.stderr, flush=True)
         line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
-        return line.strip() or None
+        return line.strip() if line else None
 
 
 def ask(

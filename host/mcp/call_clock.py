@@ -1,14 +1,15 @@
 """A tool call's timeout measures the server, so its clock stops while the server waits on the user.
 
 An exec approval may wait minutes for a person; the call's own timeout must not cut it, and a late "yes" must
-still approve the command it was asked for. The clock travels in a context variable: the SDK runs elicitation
-callbacks in tasks started from the call's own task, which inherit it.
+still approve the command it was asked for. The clock travels in a context variable of the call's own task; the
+elicitation handler takes it from there (`running_clock`) when the call starts, since a server of the older protocol
+era asks in a request of its own, served by a task of the connection's.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -40,7 +41,7 @@ _clock: ContextVar[CallClock | None] = ContextVar("call_clock", default=None)
 
 @contextmanager
 def call_clock(timeout_s: float) -> Generator[anyio.CancelScope]:
-    """Like `anyio.move_on_after`, but paused by `waiting_on_user` inside the block; check `cancelled_caught`."""
+    """Like `anyio.move_on_after`, but paused by `waiting_on_user`; check `cancelled_caught`."""
     with anyio.CancelScope(deadline=anyio.current_time() + timeout_s) as scope:
         token = _clock.set(CallClock(scope, timeout_s))
         try:
@@ -49,15 +50,19 @@ def call_clock(timeout_s: float) -> Generator[anyio.CancelScope]:
             _clock.reset(token)
 
 
+def running_clock() -> CallClock | None:
+    """The clock of the call this task is making, if it is making one."""
+    return _clock.get()
+
+
 @contextmanager
-def waiting_on_user() -> Generator[None]:
-    """Stop the clock of the call being served while the block is open; a no-op outside a call."""
-    clock = _clock.get()
-    if clock is None:
-        yield
-        return
-    clock.pause()
+def waiting_on_user(clocks: Iterable[CallClock]) -> Generator[None]:
+    """Stop the clocks of the calls a question is asked for while the block is open."""
+    stopped = list(clocks)
+    for clock in stopped:
+        clock.pause()
     try:
         yield
     finally:
-        clock.resume()
+        for clock in stopped:
+            clock.resume()

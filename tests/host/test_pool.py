@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from hermitcrab.host.config import ServerConfig
-from hermitcrab.host.mcp.elicitation import current_asker
+from hermitcrab.host.mcp.elicitation import Asker, current_asker
 from hermitcrab.host.mcp.pool import McpPool, ServerEvent, ToolOutcome
 from tests.support.fake_llm import free_port
 from tests.support.processes import serving
@@ -99,14 +99,15 @@ async def test_server_events_reach_the_host_queue(protocol: str):
     assert {event for event in received if not event.initial} == {ServerEvent("kit", "test://inbox")}
 
 
-async def test_elicitation_is_answered_by_the_current_conversation():
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])  # asked within the call's result, or mid-call by request
+async def test_elicitation_is_answered_by_the_current_conversation(protocol: str):
     questions: list[tuple[str, Sequence[str] | None]] = []
 
     async def asker(question: str, choices: Sequence[str] | None = None) -> str | None:
         questions.append((question, choices))
         return "allow-once"
 
-    async with McpPool([server("kit")]) as pool:
+    async with McpPool([server("kit", protocol=protocol)]) as pool:
         token = current_asker.set(asker)
         try:
             approved = await pool.call("guarded", {"action": "rm notes.txt"})
@@ -114,11 +115,43 @@ async def test_elicitation_is_answered_by_the_current_conversation():
             current_asker.reset(token)
         unanswered = await pool.call("guarded", {"action": "rm notes.txt"})
 
+    hint = "Pick one, by name or number. `decline` or `cancel` ends the form."
     assert questions == [
-        ("The kit server asks:\n```\nAllow rm notes.txt?\n```", ["allow-once", "allow-always", "deny"])
+        (f"The kit server asks:\n```\nAllow rm notes.txt?\n```\n{hint}", ["allow-once", "allow-always", "deny"])
     ]
     assert approved.text == "rm notes.txt: allow-once"
     assert unanswered.is_error
+
+
+async def test_an_older_era_question_during_calls_from_two_conversations_is_asked_of_neither():
+    """An older-era server's question does not say which call it belongs to: with calls from two conversations in
+    flight, showing it to either could put one person's approval before another."""
+    first_asked, release = anyio.Event(), anyio.Event()
+    second_questions: list[str] = []
+
+    async def first(question: str, choices: Sequence[str] | None = None) -> str | None:
+        first_asked.set()
+        await release.wait()
+        return "allow-once"
+
+    async def second(question: str, choices: Sequence[str] | None = None) -> str | None:
+        second_questions.append(question)
+        return "allow-once"
+
+    async def call_as(asker: Asker, action: str, outcomes: dict[str, ToolOutcome]) -> None:
+        current_asker.set(asker)  # this task's own context
+        outcomes[action] = await pool.call("guarded", {"action": action})
+
+    outcomes: dict[str, ToolOutcome] = {}
+    async with McpPool([server("kit", protocol="legacy")]) as pool, anyio.create_task_group() as group:
+        group.start_soon(call_as, first, "deploy", outcomes)
+        await first_asked.wait()
+        await call_as(second, "rm -rf /", outcomes)
+        release.set()
+
+    assert second_questions == []
+    assert outcomes["rm -rf /"].is_error and "decline" in outcomes["rm -rf /"].text
+    assert outcomes["deploy"] == ToolOutcome("deploy: allow-once")
 
 
 @pytest.fixture
@@ -136,12 +169,13 @@ async def test_streamable_http_servers_are_called_like_stdio_ones(http_server_ur
     assert outcome == ToolOutcome("42")
 
 
-async def test_the_call_timeout_stops_while_the_user_is_being_asked():
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_the_call_timeout_stops_while_the_user_is_being_asked(protocol: str):
     async def slow_user(question: str, choices: Sequence[str] | None = None) -> str | None:
         await anyio.sleep(1.0)  # twice the call's timeout: a person reading an approval
         return "allow-once"
 
-    async with McpPool([server("kit", timeout_s=0.5)]) as pool:
+    async with McpPool([server("kit", timeout_s=0.5, protocol=protocol)]) as pool:
         token = current_asker.set(slow_user)
         try:
             approved = await pool.call("guarded", {"action": "deploy"})
