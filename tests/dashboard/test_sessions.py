@@ -1,0 +1,134 @@
+"""The Sessions page on a real run: sessions written by webhook turns (a tool call of the real memory server among
+them) listed with their sizes and tokens, a transcript with its tool call folded, a turn appearing in an open
+transcript as it is written, and `/new` and `/compact` run from their buttons as the owner's commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from tests.support.cli import wait_for
+from tests.support.dashboard import DashboardRun, chromium, dashboard_run, logged_in, own_server, serious_violations
+from tests.support.fake_llm import FakeLLM, free_port, openai_text, openai_tool_calls, running_fake_llm
+from tests.support.webhook_host import TOKEN
+
+KEY = "discord:dm:42"
+OTHER = "reports"
+ANSWER = "You like <b>green tea</b>."
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory: pytest.TempPathFactory):
+    """A run with the real memory server, two webhook turns in `KEY` (the first searched memory) and one in `OTHER`;
+    the tests below go on from each other's state, in their order."""
+    root = tmp_path_factory.mktemp("sessions")
+    workspace = root / "home" / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text("# Memory\n\n- The owner likes green tea.\n")
+    memory = own_server("memory", "--workspace", str(workspace), "--state", str(root / "index"), "--embedder", "none")
+    port = free_port()
+    hook = {"HERMITCRAB_WEBHOOK_LISTEN": f"127.0.0.1:{port}", "HERMITCRAB_WEBHOOK_TOKEN": TOKEN}
+    with running_fake_llm() as llm, dashboard_run(root / "home", llm, servers={"memory": memory}, env=hook) as run:
+        turns = Turns(run, llm, f"http://127.0.0.1:{port}")
+        llm.enqueue(
+            openai_tool_calls(("call-1", "memory_search", json.dumps({"query": "green tea"}))),
+            openai_text(ANSWER, tokens=(1200, 300)),
+        )
+        turns.wait_for(turns.send(KEY, "What do I like to drink?"), ANSWER)
+        llm.enqueue(openai_text("Standup is at 09:30.", tokens=(800, 100)))
+        turns.wait_for(turns.send(KEY, "When is standup?"), "Standup is at 09:30.")
+        llm.enqueue(openai_text("Nothing new today."))
+        turns.wait_for(turns.send(OTHER, "Anything to report?"), "Nothing new today.")
+        yield turns
+
+
+class Turns:
+    """Turns run through the run's webhook, as a program would send them."""
+
+    def __init__(self, run: DashboardRun, llm: FakeLLM, webhook: str) -> None:
+        self.run, self.llm, self.webhook = run, llm, webhook
+
+    def send(self, session: str, text: str) -> str:
+        answer = httpx.post(
+            f"{self.webhook}/hooks/agent",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            json={"message": text, "session": session},
+        )
+        assert answer.status_code == 202, answer.text
+        return session
+
+    def entries(self, session: str, transcript: str | None = None) -> list[dict[str, Any]]:
+        name = transcript or sessions(self.run.home).get(session)
+        path = self.run.home / "state" / "sessions" / f"{name}.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def wait_for(self, session: str, reply: str) -> None:
+        said = lambda: any(e.get("text") == reply for e in self.entries(session))  # noqa: E731
+        wait_for(said, f"no reply {reply!r} in {session}:\n{self.run.stderr}")
+
+
+def sessions(home: Path) -> dict[str, str]:
+    path = home / "state" / "sessions" / "sessions.json"
+    index = json.loads(path.read_text()) if path.exists() else {}
+    return {key: record["id"] for key, record in index.items()}
+
+
+def test_the_list_shows_each_session_with_its_size_and_tokens(host: Turns):
+    entries = host.entries(KEY)
+    texts = [e["text"] for e in entries if e["kind"] in ("user", "assistant", "tool_result")]
+    assert len([t for t in texts if t]) == 5  # two questions, two answers and the search's result
+    with chromium() as browser:
+        page = logged_in(browser, host.run)
+        page.get_by_role("navigation", name="Pages").get_by_role("link", name="Sessions").click()
+        assert page.get_by_role("heading", level=1).inner_text() == "Sessions"
+        assert "Showing sessions 1 to 2 of 2" in page.get_by_role("main").inner_text()
+        cells = page.get_by_role("row", name=KEY).get_by_role("cell").all_inner_texts()
+        assert "just now" in cells[0]
+        assert cells[1:] == ["4", f"{sum(map(len, texts)):,}", "2,020", "408"]  # tokens: 20+1200+800 in, 8+300+100 out
+        other = page.get_by_role("row", name=OTHER).get_by_role("cell").all_inner_texts()
+        assert other[1] == "2" and other[3:] == ["10", "5"]
+        assert serious_violations(page) == []
+
+
+def test_a_transcript_folds_its_tool_call_and_follows_a_turn_as_it_is_written(host: Turns):
+    with chromium() as browser:
+        page = logged_in(browser, host.run)
+        page.goto(f"{host.run.url}/sessions")
+        page.get_by_role("link", name=KEY).click()
+        assert page.get_by_role("heading", level=1).inner_text() == f"Session {KEY}"
+        transcript = page.get_by_role("list", name="Transcript")
+        entries = transcript.get_by_role("listitem")
+        assert entries.count() == 6  # two questions, the call, its result, two answers
+        assert "You like <b>green tea</b>." in entries.nth(3).inner_text()  # as text, not markup
+        call = transcript.locator("details", has_text="Called memory_search")
+        assert not call.get_attribute("open")
+        call.locator("summary").click()
+        assert '"query": "green tea"' in call.inner_text()
+        assert transcript.locator("details", has_text="memory_search answered").is_visible()
+        assert serious_violations(page) == []
+
+        host.llm.enqueue(openai_text("It is at 09:30, as every weekday."))
+        host.send(KEY, "Remind me when standup is")
+        expect(entries.filter(has_text="It is at 09:30, as every weekday.")).to_be_visible()
+        assert entries.count() == 8
+        assert entries.filter(has_text="Remind me when standup is").count() == 1
+
+
+def test_new_from_its_button_starts_a_fresh_transcript_and_keeps_the_old(host: Turns):
+    run = host.run
+    before = sessions(run.home)[KEY]
+    with chromium() as browser:
+        page = logged_in(browser, run)
+        page.goto(f"{run.url}/sessions/{KEY}")
+        page.get_by_role("button", name="Start a new session (/new)").click()
+        assert "Started a new session" in page.get_by_role("status").first.inner_text()
+        after = sessions(run.home)[KEY]
+        assert after != before and after in page.get_by_role("main").inner_text()
+        assert "No messages yet." in page.get_by_role("main").inner_text()
+        assert page.get_by_role("list", name="Transcript").get_by_role("listitem").count() == 0
+    assert any("When is standup?" in e.get("text", "") for e in host.entries(KEY, before))
