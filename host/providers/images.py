@@ -24,8 +24,10 @@ SHRINK = 0.75
 MAX_PIXELS = 64_000_000
 """Larger images are refused before decoding: a small file can claim a huge canvas (a decompression bomb)."""
 TOKENS_PER_PIXEL = 1 / 750
-_MIME_JUNK = re.compile(r"[^A-Za-z0-9.+/_-]")
 """Anthropic's documented estimate of an image's cost in tokens; OpenAI's tiles come to less, so this bounds both."""
+ORIENTATION = 0x0112
+"""The EXIF tag saying how a photo is turned; 1 is upright."""
+_MIME_JUNK = re.compile(r"[^A-Za-z0-9.+/_-]")
 
 
 @dataclass(frozen=True)
@@ -82,20 +84,25 @@ def fit(raw: RawImage, budget: ImageBudget) -> Fitted:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Pillow.DecompressionBombWarning)
             opened = Pillow.open(io.BytesIO(data))
-            if opened.width * opened.height > MAX_PIXELS:
-                raise ValueError(f"{opened.width}x{opened.height} pixels is more than the host decodes")
+            width, height = opened.size
+            if width * height > MAX_PIXELS:
+                raise ValueError(f"{width}x{height} pixels is more than the host decodes")
+            if max(width, height) > budget.max_side:
+                opened.draft("RGB", (budget.max_side, budget.max_side))  # a JPEG decodes at a fraction of its size
             opened.load()
+            turned = opened.getexif().get(ORIENTATION, 1) != 1
+            upright = ImageOps.exif_transpose(opened) if turned else opened
     except UnidentifiedImageError:
         return _undecoded(data, declared, label, "not an image format the host reads")
-    except (OSError, ValueError, SyntaxError, Pillow.DecompressionBombError) as exc:
+    except Exception as exc:  # decoders of untrusted bytes raise many kinds: OSError, SyntaxError, struct.error...
         return _undecoded(data, declared, label, str(exc) or type(exc).__name__)
-    original = f"{opened.width}x{opened.height}"
+    original = f"{width}x{height}"
     media_type = FORMATS.get(opened.format or "")
-    upright = ImageOps.exif_transpose(opened)
-    fits = max(upright.size) <= budget.max_side and len(data) <= budget.max_bytes
-    if media_type is not None and fits and upright.size == opened.size:
-        image = Image(media_type, data, opened.width, opened.height)
-        return Fitted(image, f"[{label}: {media_type}, {original}, {len(data):,} bytes]")
+    fits = max(width, height) <= budget.max_side and len(data) <= budget.max_bytes
+    if media_type is not None and fits and not turned:
+        return Fitted(
+            Image(media_type, data, width, height), f"[{label}: {media_type}, {original}, {len(data):,} bytes]"
+        )
     image = _shrunk(upright, budget, lossless=opened.format in ("PNG", "GIF") or "A" in upright.getbands())
     size = f"{image.width}x{image.height}"
     return Fitted(

@@ -7,6 +7,7 @@ and anyone reading the transcript know what was there; a provider whose model ta
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from ..events import Attachment
 from ..providers.images import Image, ImageBudget, RawImage, fit
 from ..session.media import MediaStore
 
+logger = logging.getLogger(__name__)
 _NAME_JUNK = re.compile(r"[^A-Za-z0-9._ -]")
 
 
@@ -52,13 +54,21 @@ async def keep(raws: Sequence[RawImage], budget: ImageBudget, media: MediaStore)
 
 
 def _keep(raws: Sequence[RawImage], budget: ImageBudget, media: MediaStore) -> Kept:
-    fitted = [fit(raw, budget) for raw in raws]
-    shown = [item.image for item in fitted if item.image is not None]
-    return Kept(
-        tuple(item.statement for item in fitted),
-        tuple(media.keep(image) for image in shown),
-        tuple(shown),
-    )
+    statements: list[str] = []
+    references: list[dict[str, Any]] = []
+    shown: list[Image] = []
+    for fitted in (fit(raw, budget) for raw in raws):
+        statements.append(fitted.statement)
+        if fitted.image is None:
+            continue
+        try:
+            references.append(media.keep(fitted.image))
+        except OSError as exc:  # a full disk: the turn goes on, the image stated but not shown
+            logger.warning("an image could not be stored in %s: %s", media.root, exc)
+            statements[-1] = f"{statements[-1][:-1]}, not shown: it could not be stored ({exc.strerror or exc})]"
+            continue
+        shown.append(fitted.image)
+    return Kept(tuple(statements), tuple(references), tuple(shown))
 
 
 async def keep_attachments(attachments: Sequence[Attachment], budget: ImageBudget, media: MediaStore) -> Kept:

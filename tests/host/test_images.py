@@ -17,6 +17,7 @@ from hermitcrab.host.events import Attachment, Event, Target
 from hermitcrab.host.inbox.log import from_record, to_record
 from hermitcrab.host.mcp.content import render
 from hermitcrab.host.providers.images import ImageBudget, RawImage, fit
+from hermitcrab.host.session.media import MediaStore
 from hermitcrab.host.session.transcript import Transcript, entry_chars
 from hermitcrab.host.turn.context import message_chars
 from hermitcrab.host.turn.images import keep
@@ -56,6 +57,18 @@ def test_a_small_image_in_a_taken_format_is_sent_as_it_came():
 
     assert fitted.image is not None and fitted.image.data == data
     assert fitted.statement == f"[image cat.png: image/png, 64x48, {len(data):,} bytes]"
+
+
+def test_a_photo_taken_sideways_is_turned_upright():
+    exif = Pillow.Exif()
+    exif[0x0112] = 6  # the camera was turned: show it rotated by 90 degrees
+    buffer = io.BytesIO()
+    Pillow.new("RGB", (60, 30), "green").save(buffer, "JPEG", exif=exif)
+
+    fitted = fit(RawImage("image/jpeg", buffer.getvalue()), BUDGET)
+
+    assert fitted.image is not None and (fitted.image.width, fitted.image.height) == (30, 60)
+    assert Pillow.open(io.BytesIO(fitted.image.data)).size == (30, 60)
 
 
 def test_an_image_in_a_format_the_apis_do_not_take_is_converted():
@@ -138,3 +151,15 @@ def test_a_messages_attachments_survive_the_inbox_record(tmp_path: Path):
     event = Event("message", "look", Target("discord", "1", "2"), inbound_id="discord:9", attachments=(photo,))
 
     assert from_record(json.loads(json.dumps(to_record(event)))).attachments == (photo,)
+
+
+async def test_an_image_that_cannot_be_stored_is_stated_and_the_turn_goes_on(tmp_path: Path):
+    (tmp_path / "sessions").write_text("a file where the folder should be")
+    data = encoded(Pillow.new("RGB", (20, 10), "red"), "PNG")
+
+    kept = await keep([RawImage("image/png", data)], BUDGET, MediaStore(tmp_path / "sessions" / "media"))
+
+    assert kept.images == () and kept.references == ()
+    assert kept.statements[0].startswith(
+        f"[image: image/png, 20x10, {len(data):,} bytes, not shown: it could not be stored"
+    )
