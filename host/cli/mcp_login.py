@@ -6,6 +6,7 @@ login stored here, and report a server that has none as waiting for one.
 
 from __future__ import annotations
 
+import threading
 import time
 import webbrowser
 from typing import Annotated
@@ -42,21 +43,17 @@ def login(
 
 
 async def _log_in(settings: Settings, config: ServerConfig, open_browser: bool, timeout_s: float) -> int:
-    async with anyio.create_task_group() as group:
+    async def show(url: str) -> None:
+        typer.echo(f"Open this address in a browser to log in to {config.name}:\n\n  {url}\n")
+        typer.echo(f"Waiting up to {timeout_s:g} s for the browser to come back ...")
+        if open_browser:  # in a thread of its own: a browser started in the foreground returns only when closed
+            threading.Thread(target=_open, args=(url,), daemon=True).start()
 
-        async def show(url: str) -> None:
-            typer.echo(f"Open this address in a browser to log in to {config.name}:\n\n  {url}\n")
-            typer.echo(f"Waiting up to {timeout_s:g} s for the browser to come back ...")
-            if open_browser:  # a browser started in the foreground returns only when it is closed
-                group.start_soon(_open, url)
-
-        tools = await log_in(config, settings.oauth_logins, show, timeout_s)
-        group.cancel_scope.cancel()
-    return tools
+    return await log_in(config, settings.oauth_logins, show, timeout_s)
 
 
-async def _open(url: str) -> None:
-    if not await anyio.to_thread.run_sync(webbrowser.open, url, abandon_on_cancel=True):
+def _open(url: str) -> None:
+    if not webbrowser.open(url):
         typer.echo("No browser could be opened here: open the address above by hand.", err=True)
 
 

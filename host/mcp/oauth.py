@@ -16,6 +16,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar, cast
@@ -23,7 +24,6 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx2
-from anyio.abc import TaskGroup
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 from mcp.client.streamable_http import streamable_http_client
@@ -76,10 +76,9 @@ def login_required(exc: BaseException) -> LoginRequired | None:
 
 
 async def next_login(required: LoginRequired) -> None:
-    """Return once the server's login file has changed since `required` was raised: someone logged in."""
-    if required.path is None:
-        await anyio.sleep_forever()
-    while stamp(required.path) == required.stamp:
+    """Return once the server's login file has changed since `required` was raised: someone logged in (never,
+    for a program that keeps no logins)."""
+    while required.path is None or stamp(required.path) == required.stamp:
         await anyio.sleep(LOGIN_POLL_S)
 
 
@@ -242,15 +241,9 @@ async def log_in(config: ServerConfig, folder: Path, show: Callable[[str], Await
 
     `show` is given the authorisation URL to open in a browser; the browser comes back to a loopback listener on
     127.0.0.1 with the code, which must happen within `timeout_s`."""
-    redirect = _Redirect(config.name, timeout_s)
-    async with anyio.create_task_group() as group:
-        port = await _listen(group, redirect, LoginFile(folder, config).redirect_port())
-        pending = LoginFile(folder, config, pending_redirect=f"http://127.0.0.1:{port}{CALLBACK_PATH}")
-        provider = _provider(config, pending, f"http://127.0.0.1:{port}{CALLBACK_PATH}", show, redirect.wait)
-        try:
-            tools = await _list_tools(config, provider)
-        finally:
-            group.cancel_scope.cancel()
+    async with _Redirect(config.name, timeout_s, LoginFile(folder, config).redirect_port()) as redirect:
+        pending = LoginFile(folder, config, pending_redirect=redirect.uri)
+        tools = await _list_tools(config, _provider(config, pending, redirect.uri, show, redirect.wait))
     if pending.login() is None:
         raise LoginFailed(f'{config.url} answered without asking for a login: its entry needs no "auth"')
     return tools
@@ -300,25 +293,34 @@ def _first(group: BaseExceptionGroup[Exception]) -> str:
     return escape_controls(f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__)
 
 
-async def _listen(group: TaskGroup, redirect: _Redirect, port: int) -> int:
-    """Start the loopback listener on `port`, or on any free port when that one is taken."""
-    app = Starlette(routes=[Route(CALLBACK_PATH, redirect.endpoint)])
-    try:
-        return await group.start(serve_app, app, "127.0.0.1", port, "the login's redirect listener")
-    except OSError:
-        if not port:
-            raise
-        return await group.start(serve_app, app, "127.0.0.1", 0, "the login's redirect listener")
-
-
 class _Redirect:
-    """The loopback end of a login: the browser comes back here with the code, or with the refusal."""
+    """The loopback end of a login, listening on 127.0.0.1 while the block runs: the browser comes back to `uri`
+    with the code, or with the refusal. `port` 0, or one that is taken, listens on any free port."""
 
-    def __init__(self, server: str, timeout_s: float) -> None:
+    def __init__(self, server: str, timeout_s: float, port: int) -> None:
+        self.uri = ""
         self._server = server
         self._timeout_s = timeout_s
+        self._port = port
         self._answer: AuthorizationCodeResult | LoginFailed | None = None
         self._came = anyio.Event()
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> _Redirect:
+        group = await self._stack.enter_async_context(anyio.create_task_group())
+        self._stack.callback(group.cancel_scope.cancel)
+        app = Starlette(routes=[Route(CALLBACK_PATH, self.endpoint)])
+        try:
+            port = await group.start(serve_app, app, "127.0.0.1", self._port, "the login's redirect listener")
+        except OSError:
+            if not self._port:
+                raise
+            port = await group.start(serve_app, app, "127.0.0.1", 0, "the login's redirect listener")
+        self.uri = f"http://127.0.0.1:{port}{CALLBACK_PATH}"
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._stack.aclose()
 
     async def endpoint(self, request: Request) -> Response:
         params = request.query_params
