@@ -15,6 +15,7 @@ from starlette.templating import Jinja2Templates
 
 from .auth import csrf_token
 from .context import context
+from .moments import relative
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 
@@ -60,14 +61,4 @@ def moment(at: float, now: dt.datetime) -> str:
     owner's zone) and how long before or after `now` it is ("2026-12-03 18:45 (3 min ago)"). Templates call it as
     `when(at)`."""
     then = dt.datetime.fromtimestamp(at, now.tzinfo)
-    return f"{then:%Y-%m-%d %H:%M} ({_relative((now - then).total_seconds())})"
-
-
-def _relative(seconds: float) -> str:
-    size = abs(seconds)
-    if size < 60:
-        return "just now"
-    unit, length = next((u, n) for u, n in (("day", 86400), ("h", 3600), ("min", 60)) if size >= n)
-    count = int(size // length)
-    amount = f"{count} {unit}{'s' if unit == 'day' and count > 1 else ''}"
-    return f"{amount} ago" if seconds > 0 else f"in {amount}"
+    return f"{then:%Y-%m-%d %H:%M} ({relative((then - now).total_seconds())})"
