@@ -262,7 +262,7 @@ class DiscordChannel:
                 await anyio.sleep_forever()
                 return None
             buttons = ChoiceButtons(question, choices, target.user, self.access.owners)
-            message = await self._post(target, question, buttons)
+            message = await self._post(target, buttons.text, buttons)
             try:
                 await buttons.answered.wait()
                 return buttons.answer

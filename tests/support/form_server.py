@@ -7,7 +7,7 @@ Run it over stdio (the default) or streamable HTTP (`--http-port`); the host pic
 from __future__ import annotations
 
 import argparse
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
@@ -22,8 +22,20 @@ class Profile(BaseModel):
     applies is told apart from one the server would fill in."""
 
 
+SHADES = tuple(f"shade-{number}" for number in range(1, 31))
+"""More choices than a Discord message has buttons."""
+
+
+class Shade(BaseModel):
+    shade: Literal[SHADES]  # pyright: ignore[reportInvalidTypeForm]  # an enum of the 30 names
+
+
 def ask_profile() -> Elicit[Profile]:
     return Elicit("How old are you?", Profile)
+
+
+def ask_shade() -> Elicit[Shade]:
+    return Elicit("Which shade?", Shade)
 
 
 def build_server() -> MCPServer:
@@ -37,6 +49,11 @@ def build_server() -> MCPServer:
             return f"{answer.action} over {ctx.protocol_version}"
         age = answer.data.age
         return f"age {age!r} ({type(age).__name__}) over {ctx.protocol_version}"
+
+    @server.tool()
+    def paint(answer: Annotated[Shade, Resolve(ask_shade)]) -> str:
+        """Ask which of 30 shades to paint with."""
+        return f"painted with {answer.shade}"
 
     return server
 
