@@ -8,20 +8,23 @@ terminal sequences.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio.to_thread
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from hermitcrab.host.config import ServerConfig, Settings
 from hermitcrab.host.mcp.oauth import LoginFile
 from hermitcrab.host.mcp.pool import ServerHandle
+from hermitcrab.util.files import Stamp, stamp
 from hermitcrab.util.redact import redact
 from hermitcrab.util.text import escape_controls
 
@@ -34,6 +37,7 @@ LOGS = ("host.log", "servers.log")
 TAIL_LINES = 200
 TAIL_BYTES = 256 * 1024  # what is read from a log's end for its tail: logs are never rotated, so may be large
 LINE_CHARS = 2_000  # one line of a log shown at most this long (a dumped payload is not worth a page of scrolling)
+POLL_S = 1.0  # how often the live tail looks at the logs' stamps: one stat() each
 
 
 @dataclass(frozen=True)
@@ -65,13 +69,40 @@ class Tail:
     lines: list[str]
     problem: str | None = None
 
+    @property
+    def note(self) -> str:
+        """The line above the tail: what it shows, or why there is nothing."""
+        if self.problem:
+            return f"{self.path}: {self.problem}"
+        older = " (older lines are in the file)" if len(self.lines) == TAIL_LINES else ""
+        return f"The last {len(self.lines)} lines of {self.path}{older}, followed as they are written."
+
 
 async def show(request: Request) -> Response:
     host = context(request)
     handles = list(host.agent.pool.handles.values()) if host.agent.pool is not None else []
     servers = [_server(handle, host.settings) for handle in handles]
     tails = await anyio.to_thread.run_sync(lambda: [_tail(host.settings.state / "logs" / name) for name in LOGS])
-    return page(request, "servers.html", TITLE, servers=servers, tails=tails, tail_lines=TAIL_LINES)
+    return page(request, "servers.html", TITLE, servers=servers, tails=tails)
+
+
+async def live_logs(request: Request) -> Response:
+    """Each log's tail again as a Server-Sent Event (`tail`: name, note, lines) whenever the log is written."""
+    logs = context(request).settings.state / "logs"
+
+    async def events() -> AsyncIterator[str]:
+        seen: dict[str, Stamp | None] = {}
+        while True:
+            for name in LOGS:
+                now = stamp(logs / name)
+                if name not in seen or seen[name] != now:
+                    seen[name] = now
+                    tail = await anyio.to_thread.run_sync(_tail, logs / name)
+                    data = json.dumps({"name": tail.name, "note": tail.note, "lines": tail.lines})
+                    yield f"event: tail\ndata: {data}\n\n"
+            await anyio.sleep(POLL_S)
+
+    return StreamingResponse(events(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
 
 
 def _server(handle: ServerHandle, settings: Settings) -> Server:
@@ -121,6 +152,8 @@ def _tail(path: Path) -> Tail:
         return Tail(path.name, path, [], f"It cannot be read ({exc.strerror or exc}).")
     if start > 0:
         lines = lines[1:]  # begun mid-line
+    if not lines:
+        return Tail(path.name, path, [], "It is empty.")
     return Tail(path.name, path, [_shown_line(line) for line in lines[-TAIL_LINES:]])
 
 
@@ -133,4 +166,4 @@ def _safe(text: str) -> str:
     return escape_controls(redact(text))
 
 
-routes: list[BaseRoute] = [Route(PATH, show)]
+routes: list[BaseRoute] = [Route(PATH, show), Route("/api/servers/logs", live_logs)]

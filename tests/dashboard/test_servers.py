@@ -1,11 +1,14 @@
 """The Servers page: a server that is up with its tools, one that fails to start with its error, and the tails of the
-run's logs with a credential masked, in a real Chromium against the real `hermitcrab run`."""
+run's logs with a credential masked and followed as they are written, in a real Chromium against the real
+`hermitcrab run`."""
 
 from __future__ import annotations
 
 import re
 import sys
 from pathlib import Path
+
+from playwright.sync_api import expect
 
 from tests.support.dashboard import chromium, dashboard_run, logged_in, serious_violations
 from tests.support.fake_llm import FakeLLM
@@ -49,3 +52,10 @@ def test_a_server_up_with_its_tools_a_broken_one_with_its_error_and_the_logs_mas
         assert "MCP server 'leaky' failed" in host_log
         assert SECRET not in page.content() and "sk-live" not in page.content()
         assert serious_violations(page) == []
+
+        with (logs / "servers.log").open("a") as stderr:  # as a server writes to it, while the page is open
+            stderr.write(f"reconnecting with token={SECRET}\n")
+        expect(page.get_by_role("region", name="servers.log")).to_contain_text(
+            "reconnecting with token=***", timeout=15_000
+        )
+        assert SECRET not in page.content()
