@@ -125,7 +125,7 @@ def _shown(entry: dict[str, Any], aside: bool) -> Shown | None:
         text = str(entry.get("text") or "")
         if not text:
             return None  # an answer that only calls tools: its calls follow as lines of their own
-        role = "Assistant" if kind == "assistant" else _speaker(entry)
+        role = _speaker(entry)
         return Shown(kind, role, when, text[:HEAD_CHARS], text[HEAD_CHARS:], aside=aside)
     if kind == "tool_call":
         arguments = json.dumps(entry.get("arguments") or {}, ensure_ascii=False, indent=2)
@@ -143,6 +143,11 @@ def _shown(entry: dict[str, Any], aside: bool) -> Shown | None:
 
 
 def _speaker(entry: dict[str, Any]) -> str:
+    """Who wrote a message: the memory flush's prompt is the host's, an event's (a heartbeat, a job) its trigger's."""
+    if entry.get("kind") == "assistant":
+        return "Assistant (memory flush)" if entry.get("flush") else "Assistant"
+    if entry.get("flush"):
+        return "Host (memory flush)"
     trigger = entry.get("trigger")
     return f"Event ({trigger})" if trigger else "User"
 

@@ -132,3 +132,45 @@ def test_new_from_its_button_starts_a_fresh_transcript_and_keeps_the_old(host: T
         assert "No messages yet." in page.get_by_role("main").inner_text()
         assert page.get_by_role("list", name="Transcript").get_by_role("listitem").count() == 0
     assert any("When is standup?" in e.get("text", "") for e in host.entries(KEY, before))
+
+
+def test_compact_from_its_button_marks_the_summary_in_the_transcript(host: Turns):
+    host.llm.enqueue(openai_text("Still nothing new.", tokens=(40, 6)))
+    host.wait_for(host.send(OTHER, "And now?"), "Still nothing new.")
+    host.llm.enqueue(openai_text("NO_REPLY"), openai_text("The owner asked twice for news; there was none."))
+    with chromium() as browser:
+        page = logged_in(browser, host.run)
+        page.goto(f"{host.run.url}/sessions/{OTHER}")
+        page.get_by_role("button", name="Compact it (/compact)").click()
+        assert "Compacted 2 earlier entries" in page.get_by_role("status").first.inner_text()
+        marked = page.get_by_role("listitem").filter(has_text="was summarised; the model sees the summary from here on")
+        assert marked.inner_text().startswith("Compaction")
+        flush = page.get_by_role("listitem").filter(has_text="Host (memory flush)")
+        assert "not shown to the model again" in flush.inner_text()
+        marked.get_by_text("Read the summary").click()
+        assert "The owner asked twice for news" in marked.inner_text()
+        assert serious_violations(page) == []
+    assert [e["kind"] for e in host.entries(OTHER)].count("compaction") == 1
+
+
+def test_an_odd_key_a_torn_line_and_a_long_message_are_shown_as_text(host: Turns):
+    odd = "odd <b>&?#%/x"
+    host.llm.enqueue(openai_text("Noted."))
+    host.wait_for(host.send(odd, "word " * 1000), "Noted.")
+    with (host.run.home / "state" / "sessions" / f"{sessions(host.run.home)[odd]}.jsonl").open("a") as transcript:
+        transcript.write('{"kind": "user", "text": "torn\n')
+    with chromium() as browser:
+        page = logged_in(browser, host.run)
+        page.goto(f"{host.run.url}/sessions")
+        page.get_by_role("link", name=odd).click()
+        assert page.get_by_role("heading", level=1).inner_text() == f"Session {odd}"
+        entries = page.get_by_role("list", name="Transcript").get_by_role("listitem")
+        assert entries.count() == 2
+        folded = entries.first.locator("details")
+        assert folded.locator("summary").inner_text().startswith("Show the other ")
+        assert not folded.get_attribute("open")
+        assert serious_violations(page) == []
+
+        missing = page.goto(f"{host.run.url}/sessions/no:such:session")
+        assert missing is not None and missing.status == 404
+        assert page.get_by_role("alert").inner_text() == "There is no session called “no:such:session”."
