@@ -68,3 +68,16 @@ def test_three_bad_values_decline_the_form(hermitcrab, llm, tmp_path: Path):
 
     assert result.stderr.count("How old are you?") == 3
     assert tool_result == "decline over 2025-11-25"
+
+
+def test_chat_shows_the_form_in_the_terminal_and_enter_takes_the_default(hermitcrab, llm, tmp_path: Path):
+    config = tmp_path / "forms.json"
+    config.write_text(json.dumps({"mcpServers": {"forms": LEGACY_STDIO}}))
+    llm.enqueue(openai_tool_calls(("call_1", "profile", "{}")), openai_text("Noted."))
+
+    result = hermitcrab("chat", "--mcp-config", str(config), stdin="ask my age\n\n/exit\n")
+
+    assert result.returncode == 0, result.stderr
+    assert "How old are you?" in result.stdout
+    assert "A whole number from 0 to 150. Empty or default: 30." in result.stdout
+    assert llm.requests[1]["messages"][-1]["content"] == "age 30 (int) over 2025-11-25"
