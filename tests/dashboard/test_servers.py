@@ -1,6 +1,6 @@
-"""The Servers page: a server that is up with its tools, one that fails to start with its error, and the tails of the
-run's logs with a credential masked and followed as they are written, in a real Chromium against the real
-`hermitcrab run`."""
+"""The Servers page: a server that is up with its tools, one that fails to start with its error, one waiting for an
+OAuth login, and the tails of the run's logs with a credential masked and followed as they are written, in a real
+Chromium against the real `hermitcrab run`."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def test_a_server_up_with_its_tools_a_broken_one_with_its_error_and_the_logs_mas
     servers = {
         "testkit": {"command": sys.executable, "args": [str(TEST_SERVER)]},
         "leaky": {"command": sys.executable, "args": ["-c", LEAKY]},
+        "remote": {"url": f"http://127.0.0.1:9/mcp?token={SECRET}", "auth": "oauth"},  # never logged in
     }
     with dashboard_run(tmp_path / "home", llm, servers=servers) as run, chromium() as browser:
         logs = run.home / "state" / "logs"
@@ -45,6 +46,12 @@ def test_a_server_up_with_its_tools_a_broken_one_with_its_error_and_the_logs_mas
         assert facts[0].startswith(("down, restarting: ", "stopped, not restarted any more: ")), facts
         assert facts[3] != "none" and facts[3] in facts[0], facts  # the last error, also the reason it is down
         assert "api_key=***" in down.inner_text() and "No tools yet: it is not up." in down.inner_text()
+
+        remote = page.get_by_role("region", name="remote")
+        facts = remote.get_by_role("definition").all_inner_texts()
+        assert facts[0].startswith("waiting for a login: MCP server 'remote' needs an OAuth login"), facts
+        assert facts[1] == "streamable HTTP: http://127.0.0.1:9/mcp?token=***"
+        assert facts[-1] == "not logged in: run `hermitcrab mcp login remote`"
 
         servers_log = page.get_by_role("region", name="servers.log").inner_text()
         assert "connecting with api_key=***" in servers_log
