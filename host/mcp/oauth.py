@@ -229,7 +229,7 @@ def stored_login(config: ServerConfig, folder: Path | None) -> httpx2.Auth:
         raise LoginRequired(config.name, "not logged in", login_file.path)
 
     async def refuse(*_: object) -> NoReturn:
-        why = "the server refused the stored login and it could not be refreshed"
+        why = "the server wants a new authorisation: it refused the stored token, or asks for more scope"
         raise LoginRequired(config.name, why, login_file.path)
 
     # The redirect is only named, never listened on: a registration made here would be redone by the next login.

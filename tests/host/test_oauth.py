@@ -3,13 +3,15 @@ login is used only for the server it was made for."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp.shared.auth import OAuthToken
 
-from hermitcrab.host.config import ServerConfig
+from hermitcrab.host.config import ServerConfig, ServerOAuth, load_settings
+from hermitcrab.host.errors import ConfigError
 from hermitcrab.host.mcp.oauth import LoginFile, LoginRequired, log_in, stored_login
 from hermitcrab.host.mcp.pool import McpPool, ToolOutcome
 from tests.support.oauth_server import follow, running_oauth_server
@@ -73,3 +75,18 @@ async def test_a_name_that_is_no_file_name_gets_a_file_of_its_own(tmp_path: Path
 
 def _token() -> OAuthToken:
     return OAuthToken(access_token="at-1", expires_in=60, refresh_token="rt-1")
+
+
+def test_the_oauth_settings_of_an_entry_are_read_and_only_an_http_entry_logs_in(tmp_path: Path):
+    desktop = tmp_path / "servers.json"
+    oauth = {"client_id": "hand-made", "client_secret": "${SECRET}", "redirect_port": 8765}
+    desktop.write_text(
+        json.dumps({"mcpServers": {"remote": {"url": "https://x/mcp", "auth": "oauth", "oauth": oauth}}})
+    )
+    env = {"HERMITCRAB_HOME": str(tmp_path), "SECRET": "s3cret"}
+    (remote,) = load_settings(env, mcp_config=desktop).servers
+    desktop.write_text(json.dumps({"mcpServers": {"local": {"command": "true", "auth": "oauth"}}}))
+
+    assert remote.oauth == ServerOAuth(client_id="hand-made", client_secret="s3cret", redirect_port=8765)
+    with pytest.raises(ConfigError, match="auth 'oauth' needs a 'url'"):
+        load_settings(env, mcp_config=desktop)
