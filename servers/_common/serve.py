@@ -3,7 +3,9 @@
 Over HTTP the server checks the Host and Origin of every request on whatever address it binds, and with a token
 (`--token`, `$HERMITCRAB_MCP_TOKEN`; required off loopback) answers 401 to a request without it.
 
-Over stdio, lines the SDK cannot parse are answered rather than dropped (`sdk_workarounds.serve_stdio`).
+Over stdio, lines the SDK cannot parse are answered rather than dropped (`sdk_workarounds.serve_stdio`); over
+HTTP, a malformed message gets that same one-line answer and batches are handled per protocol version
+(`jsonrpc_http.CheckedBodies`).
 """
 
 from __future__ import annotations
@@ -19,13 +21,18 @@ from typing import Any, Literal, get_args
 import anyio
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    RequestBodyLimitMiddleware,
+    TransportSecuritySettings,
+)
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hermitcrab.util.redact import RedactingFilter
 
+from .jsonrpc_http import CheckedBodies
 from .sdk_workarounds import serve_stdio
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -102,7 +109,8 @@ def http_app(server: MCPServer[Any], host: str, token: str | None, extra_hosts: 
             f"{scheme}://{name}{port}" for name in hosts for scheme in ("http", "https") for port in ("", ":*")
         ],
     )
-    app = server.streamable_http_app(transport_security=security, host=host)
+    streamable = server.streamable_http_app(transport_security=security, host=host)
+    app = RequestBodyLimitMiddleware(CheckedBodies(streamable, security), DEFAULT_MAX_REQUEST_BODY_SIZE)
     return BearerToken(app, token) if token else app
 
 
