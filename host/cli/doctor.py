@@ -29,13 +29,13 @@ from hermitcrab.util.server_options import NO_SANDBOX
 from ..config import DiscordSettings, ProviderProfile, Settings, load_settings
 from ..errors import ConfigError
 from ..inbox.deadletters import FOLDER, DeadLetters
+from ..mcp.oauth import login_state
 from ..mcp.pool import MAX_SAME_FAILURES, McpPool, ServerHandle
 from ..providers.base import Usage
 from ..skills.catalog import discover, pool_tools
 from ..turn.persona import BOOTSTRAP_ORDER
 from ..usage.prices import Prices
 from ..usage.tally import price_hints
-from .mcp_login import login_state
 from .options import McpConfigOption
 from .run import check_listen
 
@@ -253,7 +253,8 @@ async def _exec_check(handle: ServerHandle) -> Check:
 def _login_checks(settings: Settings) -> list[Check]:
     """Each OAuth server's stored login and when its token expires, read from state/oauth (the server's own row
     below says whether it then accepted it)."""
-    return [Check("oauth", s.name, *login_state(settings, s)) for s in settings.servers if s.auth == "oauth"]
+    logins = settings.oauth_logins
+    return [Check("oauth", s.name, *login_state(s, logins)) for s in settings.servers if s.auth == "oauth"]
 
 
 def _subagent_checks(settings: Settings) -> list[Check]:

@@ -7,7 +7,6 @@ login stored here, and report a server that has none as waiting for one.
 from __future__ import annotations
 
 import threading
-import time
 import webbrowser
 from typing import Annotated
 
@@ -16,7 +15,7 @@ import typer
 
 from ..config import ServerConfig, Settings, load_settings
 from ..errors import ConfigError
-from ..mcp.oauth import LoginFile, log_in
+from ..mcp.oauth import LoginFile, log_in, login_state
 from .options import McpConfigOption
 from .runtime import setup_logging
 
@@ -39,7 +38,7 @@ def login(
     setup_logging(False, settings)
     config = _oauth_server(settings, name)
     tools = anyio.run(_log_in, settings, config, open_browser, timeout)
-    typer.echo(f"Logged in to {name}; it offers {tools} tools. {login_state(settings, config)[1]}")
+    typer.echo(f"Logged in to {name}; it offers {tools} tools. {login_state(config, settings.oauth_logins)[1]}")
 
 
 async def _log_in(settings: Settings, config: ServerConfig, open_browser: bool, timeout_s: float) -> int:
@@ -76,18 +75,7 @@ def status(mcp_config: McpConfigOption = None) -> None:
     if not servers:
         typer.echo('No configured MCP server uses OAuth ("auth": "oauth").')
     for config in servers:
-        typer.echo(f"{config.name}: {login_state(settings, config)[1]}")
-
-
-def login_state(settings: Settings, config: ServerConfig) -> tuple[bool, str]:
-    """Whether `config`'s server has a login a connection can use (valid, or refreshable), and a sentence saying
-    so; for `mcp status` and `doctor`."""
-    stored = LoginFile(settings.oauth_logins, config).login()
-    if stored is None:
-        return False, f"not logged in: run `hermitcrab mcp login {config.name}`"
-    now = time.time()
-    usable = stored.refreshable or stored.expires_at is None or stored.expires_at > now
-    return usable, stored.describe(config.name, now)
+        typer.echo(f"{config.name}: {login_state(config, settings.oauth_logins)[1]}")
 
 
 def _oauth_server(settings: Settings, name: str) -> ServerConfig:

@@ -203,6 +203,17 @@ class LoginFile:
         self._file.save({**self._read(), "url": self._config.url, **changes})
 
 
+def login_state(config: ServerConfig, folder: Path) -> tuple[bool, str]:
+    """Whether `config`'s server has a stored login a connection can use (valid, or refreshable), and a sentence
+    saying so, read from `folder` without asking the server (`mcp status`, `doctor`, the dashboard)."""
+    stored = LoginFile(folder, config).login()
+    if stored is None:
+        return False, f"not logged in: run `hermitcrab mcp login {config.name}`"
+    now = time.time()
+    usable = stored.refreshable or stored.expires_at is None or stored.expires_at > now
+    return usable, stored.describe(config.name, now)
+
+
 class _Provider(OAuthClientProvider):
     """The SDK's provider, given back a stored token's expiry, which it does not keep across processes."""
 
