@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 
 from tests.support.extras import CORE, EXTRAS, PROJECT, ROOT
 
-PACKAGE_FOLDERS = ("host", "install", "util", "servers", "channels", "workspace")
+PACKAGE_FOLDERS = ("host", "install", "util", "servers", "channels", "workspace", "dashboard")
 
 
 def part_of(path: Path) -> str:

@@ -1,19 +1,136 @@
-"""The Chat page (being built)."""
+"""The Chat page: the owner's conversation with the agent through the web channel (`channels/web.py`).
+
+The page is rendered whole from the channel's log, then kept live by its event stream (`/api/chat/stream`, SSE, one
+message per thing shown, each with its id so a reconnect goes on where it broke off). Sending a message and
+pressing a question's choice are plain forms that work without the script; `static/chat.js` posts them in place,
+adds what the stream says and turns Enter into Send.
+
+The agent's text is Markdown, rendered here by markdown-it with raw HTML off (so every character of the model's text
+reaches the page escaped) and images off (a model must not make the browser fetch anything): that rendering is the
+one HTML the page takes from data, in the template and in the stream alike.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markupsafe import Markup
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from ..render import page
+from hermitcrab.channels.web import Entry, WebChannel
+
+from ..auth import csrf_token
+from ..context import context
+from ..moments import owner_zone, parsed, shown
+from ..render import done, page, templates
 
 TITLE = "Chat"
 PATH = "/chat"
+COMMANDS = (
+    ("/new", "Start a new session (the last messages are saved to memory)"),
+    ("/compact", "Compact the session's context now"),
+    ("/status", "Model, session, tokens, context and servers"),
+    ("/usage", "Tokens and cost today and by model"),
+)
+RETRY_MS = 1000
+ENTRY_EVENTS = frozenset({"entry", "update"})
+
+_markdown = MarkdownIt("js-default", {"breaks": True}).disable("image")
+
+
+def rendered(text: str) -> Markup:
+    """The agent's Markdown as HTML: markdown-it escapes all text and, with html off, passes no tag through."""
+    return Markup(_markdown.render(text))  # escaped by markdown-it: see the module's docstring
+
+
+def _shown_entry(entry: Entry, zone: dt.tzinfo) -> dict[str, Any]:
+    """An entry as the template shows it: the agent's and a question's text rendered, the time in the owner's zone."""
+    moment = parsed(entry.get("at"))
+    extra: dict[str, Any] = {"when": shown(moment, zone) if moment is not None else ""}
+    if entry["kind"] in ("agent", "question"):
+        extra["html"] = rendered(str(entry.get("text", "")))
+    return {**entry, **extra}
 
 
 async def show(request: Request) -> Response:
-    return page(request, "chat.html", TITLE)
+    found = context(request)
+    snapshot = found.web.snapshot()
+    zone = owner_zone(found.settings)
+    return page(
+        request,
+        "chat.html",
+        TITLE,
+        entries=[_shown_entry(entry, zone) for entry in snapshot.entries],
+        snapshot=snapshot,
+        message_id=uuid.uuid4(),
+        commands=[(command, what, uuid.uuid4()) for command, what in COMMANDS],
+    )
 
 
-routes: list[BaseRoute] = [Route(PATH, show)]
+async def send(request: Request) -> Response:
+    """A message typed on the page (a slash command too: the gateway runs those)."""
+    form = await request.form()
+    text, message_id = form.get("text"), form.get("id")
+    if not isinstance(text, str) or not isinstance(message_id, str):
+        return _outcome(request, "The form lacks the message or its id: reload the page and send it again.")
+    return _outcome(request, await context(request).web.take(text, message_id))
+
+
+async def answer(request: Request) -> Response:
+    """A question's choice pressed on the page."""
+    form = await request.form()
+    question, choice = form.get("question"), form.get("choice")
+    if not isinstance(question, str) or not question.isdigit() or not isinstance(choice, str):
+        return _outcome(request, "The form lacks the question or the choice: reload the page.")
+    return _outcome(request, context(request).web.answer(int(question), choice))
+
+
+async def stream(request: Request) -> Response:
+    """What the conversation shows from the page's cursor on (`after`, or Last-Event-ID when the browser
+    reconnects), as server-sent events; a new or changed entry comes as its HTML, from the page's own template."""
+    found = context(request)
+    cursor = request.headers.get("last-event-id") or request.query_params.get("after")
+    body = _events(found.web, cursor, _Entries(owner_zone(found.settings), csrf_token(request.state.session)))
+    return StreamingResponse(body, media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
+
+
+class _Entries:
+    """Entries as the page's template renders them, for one page's stream."""
+
+    def __init__(self, zone: dt.tzinfo, csrf: str) -> None:
+        self.zone = zone
+        self.csrf = csrf
+        self.macro = templates.env.get_template("chat_entry.html").module.entry  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+
+    def html(self, entry: Entry) -> str:
+        return str(self.macro(_shown_entry(entry, self.zone), self.csrf))  # pyright: ignore[reportUnknownArgumentType]
+
+
+async def _events(web: WebChannel, cursor: str | None, entries: _Entries) -> AsyncIterator[bytes]:
+    yield f"retry: {RETRY_MS}\n\n".encode()
+    async for number, event in web.follow(cursor):
+        data = {"id": event.data["id"], "html": entries.html(event.data)} if event.type in ENTRY_EVENTS else event.data
+        head = f"id: {number}\n" if number else ""
+        yield f"{head}event: {event.type}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def _outcome(request: Request, problem: str | None) -> Response:
+    """The script's request gets JSON; a plain form goes back to the page, with the problem shown there."""
+    if "application/json" in request.headers.get("accept", ""):
+        return JSONResponse({"error": problem} if problem else {"ok": True}, status_code=400 if problem else 200)
+    return done(request, PATH, problem)
+
+
+routes: list[BaseRoute] = [
+    Route(PATH, show),
+    Route(f"{PATH}/send", send, methods=["POST"]),
+    Route(f"{PATH}/answer", answer, methods=["POST"]),
+    Route("/api/chat/stream", stream),
+]
