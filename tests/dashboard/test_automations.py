@@ -1,0 +1,140 @@
+"""The Automations page on a real run with the real cron server: a job the agent made in a turn shown with its
+schedule in words and disabled with its button (the cron server then says so itself); a job run by hand whose
+delivery no channel can take set aside as a dead letter, shown and dropped; a job deleted after a confirmation."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.support.cli import CLI, wait_for
+from tests.support.dashboard import QUIET, chromium, dashboard_run, logged_in, own_server, serious_violations
+from tests.support.fake_llm import FakeLLM, openai_text, openai_tool_calls
+from tests.support.tools import call
+
+CONFIG = QUIET + '[agent]\ntimezone = "Europe/Berlin"\n'
+STRETCH = {
+    "name": "stretch",
+    "schedule": {"kind": "cron", "expr": "0 9 * * 1-5", "tz": "Europe/Berlin"},
+    "payload": {"kind": "agent_turn", "message": "Remind the owner to stand up and stretch."},
+}
+REPORT = {
+    "name": "nightly report",
+    "schedule": {"kind": "every", "every_seconds": 3600},
+    "payload": {"kind": "agent_turn", "message": "Summarise the day's mail."},
+    "delivery": {"mode": "announce", "channel": "pager", "to": "42"},
+}
+
+
+def cron(state: Path, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Ask the cron server of `state` over MCP: a second process on the same store, which serves reads and edits
+    beside the run's own."""
+
+    async def asking() -> dict[str, Any]:
+        command = [sys.executable, "-m", "hermitcrab.servers.cron", "--state", str(state)]
+        async with Client(StdioServerParameters(command=command[0], args=command[1:])) as client:
+            return await call(client, tool, **arguments)
+
+    with ThreadPoolExecutor(1) as thread:  # Playwright's sync API runs an event loop in this thread
+        return thread.submit(anyio.run, asking).result()
+
+
+@pytest.fixture
+def cron_state(tmp_path: Path) -> Path:
+    return tmp_path / "cron"
+
+
+@pytest.fixture
+def servers(cron_state: Path) -> dict[str, dict[str, Any]]:
+    return {"cron": own_server("cron", "--state", str(cron_state))}
+
+
+def test_a_job_the_agent_made_is_shown_in_words_and_disabled_and_the_cron_server_says_so(
+    tmp_path: Path, llm: FakeLLM, servers: dict[str, dict[str, Any]], cron_state: Path
+):
+    llm.enqueue(
+        openai_tool_calls(("call-1", "cron_add", json.dumps({"job": STRETCH}))),
+        openai_text("Every weekday at 9 I will remind you to stretch."),
+    )
+    with dashboard_run(tmp_path / "home", llm, servers=servers, config=CONFIG) as run, chromium() as browser:
+        ask = [*CLI, "ask", "--mcp-config", str(run.home / "mcp.json"), "Remind me to stretch every weekday at 9."]
+        asked = subprocess.run(ask, env=run.env, capture_output=True, text=True, timeout=60)
+        assert asked.stdout.strip() == "Every weekday at 9 I will remind you to stretch.", asked.stderr
+        answered = llm.requests[1]["messages"][-1]
+        assert answered["role"] == "tool" and '"name": "stretch"' in answered["content"]  # the job cron_add made
+
+        page = logged_in(browser, run)
+        page.get_by_role("navigation", name="Pages").get_by_role("link", name="Automations").click()
+        assert page.get_by_role("heading", level=1).inner_text() == "Automations"
+        row = page.get_by_role("row", name=re.compile(r"^stretch"))
+        assert "At 09:00, Monday through Friday (Europe/Berlin)" in row.inner_text()
+        assert re.search(r"in \d+ (hours?|days?|minutes?), \w{3} .*09:00 Europe/Berlin", row.inner_text())
+        assert "Remind the owner to stand up and stretch." in row.inner_text()
+        assert serious_violations(page) == []
+
+        row.get_by_role("button", name="Disable stretch").click()
+        assert page.get_by_role("status").inner_text() == "stretch is disabled."
+        row = page.get_by_role("row", name=re.compile(r"^stretch"))
+        assert "disabled" in row.inner_text() and row.get_by_role("button", name="Enable stretch").is_visible()
+
+        [job] = cron(cron_state, "cron_list", include_disabled=True)["jobs"]
+        assert job["name"] == "stretch" and job["enabled"] is False
+        assert cron(cron_state, "cron_list")["jobs"] == []
+
+
+def test_a_job_run_by_hand_that_no_channel_can_deliver_is_a_dead_letter_dropped_here_and_a_job_deleted(
+    tmp_path: Path, llm: FakeLLM, servers: dict[str, dict[str, Any]], cron_state: Path
+):
+    report = cron(cron_state, "cron_add", job=REPORT)
+    home = tmp_path / "home"
+    with dashboard_run(home, llm, servers=servers, config=CONFIG) as run, chromium() as browser:
+        page = logged_in(browser, run)
+        page.goto(f"{run.url}/automations")
+        row = page.get_by_role("row", name=re.compile(r"^nightly report"))
+        assert "Every hour" in row.inner_text() and "never" in row.inner_text()
+        assert page.get_by_text("None: nothing has been set aside.").is_visible()
+
+        row.get_by_role("button", name="Run now nightly report").click()
+        assert page.get_by_role("status").inner_text() == "Ran nightly report now."
+
+        def set_aside() -> bool:
+            page.reload()
+            return page.get_by_role("row", name=re.compile(r"server-item from cron")).count() == 1
+
+        wait_for(set_aside, "the run's item was not set aside as a dead letter")
+        letter = page.get_by_role("row", name=re.compile(r"server-item from cron"))
+        assert "Summarise the day's mail." in letter.inner_text() and "pager" in letter.inner_text()
+        runs = page.get_by_role("table", name=re.compile(r"runs, newest first")).get_by_role(
+            "row", name=re.compile("report")
+        )
+        assert "handled by the host (run by hand)" in runs.inner_text()
+        assert serious_violations(page) == []
+
+        letter_id = letter.get_by_role("rowheader").inner_text().split()[0]
+        letter.get_by_role("button", name=f"Drop {letter_id}").click()
+        assert (
+            page.get_by_role("status").inner_text() == f"Dropped dead letter {letter_id}: it will not be tried again."
+        )
+        assert page.get_by_text("None: nothing has been set aside.").is_visible()
+        listed = subprocess.run([*CLI, "deadletters", "list"], env=run.env, capture_output=True, text=True, timeout=30)
+        assert listed.stdout.strip() == "none"
+
+        page.get_by_role("row", name=re.compile(r"^nightly report")).get_by_role(
+            "link", name="Delete nightly report"
+        ).click()
+        assert page.get_by_role("heading", name="Delete nightly report?").is_visible()
+        assert serious_violations(page) == []
+        page.get_by_role("button", name="Delete nightly report").click()
+        assert page.get_by_role("status").inner_text().startswith("Deleted nightly report")
+        assert page.get_by_role("row", name=re.compile(r"^nightly report")).count() == 0
+    assert cron(cron_state, "cron_list", include_disabled=True)["jobs"] == []
+    assert report["id"].startswith("nightly-report-")
