@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Generic, Literal, TypeVar
 
 import anyio.to_thread
@@ -121,7 +122,8 @@ def _kind(user: str, discord: DiscordSettings) -> Literal["owner", "peer"]:
 
 
 async def approve(request: Request) -> Response:
-    return await _decide(request, "code", _approved)
+    running = context(request).settings.discord.token is not None
+    return await _decide(request, "code", partial(_approved, announced=running))
 
 
 async def deny(request: Request) -> Response:
@@ -147,11 +149,13 @@ async def _decide(request: Request, field: str, action: Callable[[PairingStore, 
     return done(request, PATH, notice)
 
 
-def _approved(store: PairingStore, code: str) -> str:
+def _approved(store: PairingStore, code: str, *, announced: bool) -> str:
+    """`announced`: the Discord channel runs, and tells the user within seconds (else once it runs)."""
     approval = store.approve(code)
     if approval.already:
         return f"{_who(approval.allowed)} was already approved."
-    return f"Approved {_who(approval.allowed)}; the bot tells them they are in."
+    told = "the bot tells them they are in" if announced else "the bot tells them they are in once Discord is on"
+    return f"Approved {_who(approval.allowed)}; {told}."
 
 
 def _denied(store: PairingStore, code: str) -> str:

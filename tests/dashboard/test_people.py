@@ -14,6 +14,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page
 
+from hermitcrab.channels.pairing import Issued, PairingStore
 from tests.support.cli import wait_for
 from tests.support.dashboard import DashboardRun, chromium, dashboard_run, logged_in, serious_violations
 from tests.support.discord_host import CONFIG, discord_env
@@ -113,11 +114,23 @@ def test_the_owner_denies_one_stranger_and_revokes_another(bot: DashboardRun, di
     assert llm.requests == []
 
 
-def test_a_wrong_code_or_a_torn_pairing_file_is_said_and_changes_nothing(tmp_path: Path, llm: FakeLLM):
+def test_without_discord_an_approval_waits_and_a_wrong_code_or_a_torn_file_changes_nothing(
+    tmp_path: Path, llm: FakeLLM
+):
     with dashboard_run(tmp_path / "home", llm) as run, httpx.Client(base_url=run.url) as client:
         client.get(run.login_link())
         csrf = re.search(r'name="csrf-token" content="(\w+)"', client.get("/people").text)
         assert csrf is not None
+        store = PairingStore(run.home / "state" / "pairing")
+        issued = store.request("discord", NEWCOMER, "user03")  # asked while the bot ran, which it does no more
+        assert isinstance(issued, Issued)
+        approved = client.post(
+            "/people/approve", data={"csrf": csrf.group(1), "code": issued.request.code}, follow_redirects=True
+        )
+        assert f"Approved user03 (discord user {NEWCOMER}); the bot tells them they are in once Discord is on." in (
+            approved.text
+        )
+        assert [a.user for a in store.unannounced("discord")] == [NEWCOMER]
         wrong = client.post("/people/approve", data={"csrf": csrf.group(1), "code": "NOPE2345"}, follow_redirects=True)
         assert "Nothing was changed: no pairing code &#39;NOPE2345&#39; is waiting" in wrong.text
         assert "Discord is off (no bot token)" in wrong.text
