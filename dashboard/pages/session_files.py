@@ -113,9 +113,19 @@ def read_entries(path: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int
 def shown(entries: list[dict[str, Any]]) -> list[Shown]:
     """The entries a person reads, in order: messages, tool calls and results, compactions; bookkeeping (handled
     event ids, the list of entries set aside) is left out, and what was set aside is marked."""
-    hidden = {str(kept) for entry in entries if entry.get("kind") == "aside" for kept in entry.get("ids") or []}
+    hidden = _set_aside(entries)
     lines = (_shown(entry, bool(entry.get("flush")) or entry.get("id") in hidden) for entry in entries)
     return [line for line in lines if line is not None]
+
+
+def _set_aside(entries: list[dict[str, Any]]) -> set[str]:
+    """The ids of the entries an `aside` entry names (a quiet heartbeat's turn)."""
+    ids: set[str] = set()
+    for entry in entries:
+        named = entry.get("ids")
+        if entry.get("kind") == "aside" and isinstance(named, list):
+            ids.update(str(kept) for kept in cast(list[object], named))
+    return ids
 
 
 def _shown(entry: dict[str, Any], aside: bool) -> Shown | None:

@@ -5,6 +5,7 @@ transcript as it is written, and `/new` and `/compact` run from their buttons as
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,7 @@ def test_the_list_shows_each_session_with_its_size_and_tokens(host: Turns):
         assert page.get_by_role("heading", level=1).inner_text() == "Sessions"
         assert "Showing sessions 1 to 2 of 2" in page.get_by_role("main").inner_text()
         cells = page.get_by_role("row", name=KEY).get_by_role("cell").all_inner_texts()
-        assert "just now" in cells[0]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d \((just now|\d+ min ago)\)", cells[0])  # the owner's zone
         assert cells[1:] == ["4", f"{sum(map(len, texts)):,}", "2,020", "408"]  # tokens: 20+1200+800 in, 8+300+100 out
         other = page.get_by_role("row", name=OTHER).get_by_role("cell").all_inner_texts()
         assert other[1] == "2" and other[3:] == ["10", "5"]
