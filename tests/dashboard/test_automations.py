@@ -15,10 +15,11 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from playwright.sync_api import Locator, Page
 
 from tests.support.cli import CLI, wait_for
 from tests.support.dashboard import QUIET, chromium, dashboard_run, logged_in, own_server, serious_violations
-from tests.support.fake_llm import FakeLLM, openai_text, openai_tool_calls
+from tests.support.fake_llm import FakeLLM, free_port, openai_text, openai_tool_calls
 from tests.support.tools import call
 
 CONFIG = QUIET + '[agent]\ntimezone = "Europe/Berlin"\n'
@@ -27,6 +28,7 @@ STRETCH = {
     "schedule": {"kind": "cron", "expr": "0 9 * * 1-5", "tz": "Europe/Berlin"},
     "payload": {"kind": "agent_turn", "message": "Remind the owner to stand up and stretch."},
 }
+DIGEST = "Mail: two invoices and an invitation."
 REPORT = {
     "name": "nightly report",
     "schedule": {"kind": "every", "every_seconds": 3600},
@@ -46,6 +48,18 @@ def cron(state: Path, tool: str, **arguments: Any) -> dict[str, Any]:
 
     with ThreadPoolExecutor(1) as thread:  # Playwright's sync API runs an event loop in this thread
         return thread.submit(anyio.run, asking).result()
+
+
+def dead_letter(page: Page) -> Locator:
+    """The one dead letter's row, once the host has set it aside (the page reloaded until then)."""
+    letter = page.get_by_role("row", name=re.compile(r"server-item from cron"))
+
+    def set_aside() -> bool:
+        page.reload()
+        return letter.count() == 1
+
+    wait_for(set_aside, "the run's item was not set aside as a dead letter")
+    return letter
 
 
 @pytest.fixture
@@ -88,7 +102,6 @@ def test_a_job_the_agent_made_is_shown_in_words_and_disabled_and_the_cron_server
 
         [job] = cron(cron_state, "cron_list", include_disabled=True)["jobs"]
         assert job["name"] == "stretch" and job["enabled"] is False
-        assert cron(cron_state, "cron_list")["jobs"] == []
 
 
 def test_a_job_run_by_hand_that_no_channel_can_deliver_is_a_dead_letter_dropped_here_and_a_job_deleted(
@@ -105,13 +118,7 @@ def test_a_job_run_by_hand_that_no_channel_can_deliver_is_a_dead_letter_dropped_
 
         row.get_by_role("button", name="Run now nightly report").click()
         assert page.get_by_role("status").inner_text() == "Ran nightly report now."
-
-        def set_aside() -> bool:
-            page.reload()
-            return page.get_by_role("row", name=re.compile(r"server-item from cron")).count() == 1
-
-        wait_for(set_aside, "the run's item was not set aside as a dead letter")
-        letter = page.get_by_role("row", name=re.compile(r"server-item from cron"))
+        letter = dead_letter(page)
         assert "Summarise the day's mail." in letter.inner_text() and "pager" in letter.inner_text()
         runs = page.get_by_role("table", name=re.compile(r"runs, newest first")).get_by_role(
             "row", name=re.compile("report")
@@ -138,3 +145,36 @@ def test_a_job_run_by_hand_that_no_channel_can_deliver_is_a_dead_letter_dropped_
         assert page.get_by_role("row", name=re.compile(r"^nightly report")).count() == 0
     assert cron(cron_state, "cron_list", include_disabled=True)["jobs"] == []
     assert report["id"].startswith("nightly-report-")
+
+
+def test_a_dead_letter_retried_here_is_run_again_by_the_host_and_answered_once(
+    tmp_path: Path, llm: FakeLLM, servers: dict[str, dict[str, Any]], cron_state: Path
+):
+    webhook = {
+        "HERMITCRAB_WEBHOOK_LISTEN": f"127.0.0.1:{free_port()}",
+        "HERMITCRAB_WEBHOOK_TOKEN": "automations-test-token",
+        "HERMITCRAB_OUTBOUND_ALLOW": "127.0.0.1",  # the reply goes to the scripted LLM's sink
+    }
+    mail = {**REPORT, "name": "mail digest", "delivery": {"mode": "announce", "channel": "webhook", "to": llm.sink_url}}
+    cron(cron_state, "cron_add", job=mail)
+    config = CONFIG + "retry_wait_s = 0.1\n"
+    with (
+        dashboard_run(tmp_path / "home", llm, servers=servers, config=config, env=webhook) as run,
+        chromium() as browser,
+    ):
+        page = logged_in(browser, run)
+        page.goto(f"{run.url}/automations")
+        page.get_by_role("button", name="Run now mail digest").click()  # the model has no answer: each turn fails
+        letter = dead_letter(page)
+        assert "3 attempts" in letter.inner_text() and "no scripted reply left" in letter.inner_text()
+
+        llm.enqueue(openai_text(DIGEST))
+        letter_id = letter.get_by_role("rowheader").inner_text().split()[0]
+        letter.get_by_role("button", name=f"Retry {letter_id}").click()
+        assert page.get_by_role("status").inner_text().startswith(f"Dead letter {letter_id} will be tried again")
+        answered = lambda: [sent["text"] for sent in llm.delivered].count(DIGEST)  # noqa: E731
+        wait_for(lambda: answered() > 0, f"the retried item was not answered: {llm.delivered}")
+
+        page.reload()
+        assert page.get_by_text("None: nothing has been set aside.").is_visible()
+        assert answered() == 1
