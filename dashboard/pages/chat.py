@@ -107,10 +107,10 @@ class _Entries:
     def __init__(self, zone: dt.tzinfo, csrf: str) -> None:
         self.zone = zone
         self.csrf = csrf
-        self.macro = templates.env.get_template("chat_entry.html").module.entry  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+        self.template = templates.env.get_template("chat_entry.html")
 
     def html(self, entry: Entry) -> str:
-        return str(self.macro(_shown_entry(entry, self.zone), self.csrf))  # pyright: ignore[reportUnknownArgumentType]
+        return self.template.render(e=_shown_entry(entry, self.zone), csrf=self.csrf)
 
 
 async def _events(web: WebChannel, cursor: str | None, entries: _Entries) -> AsyncIterator[bytes]:

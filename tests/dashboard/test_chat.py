@@ -43,7 +43,10 @@ def replies(page: Page):
 
 
 def test_hello_streams_in_renders_safely_and_a_reload_shows_the_history(tmp_path: Path, llm: FakeLLM):
-    reply = "Hello, **owner**! Here is `code` and <script>document.title='owned'</script> as text."
+    reply = (
+        "Hello, **owner**! Here is `code` and <script>document.title='owned'</script> as text, "
+        "[a link](javascript:document.title='owned') and ![an image](http://203.0.113.9/pixel.png)."
+    )
     llm.enqueue(Reply(openai_text(reply), hold_after=3))
     with dashboard_run(tmp_path / "home", llm) as run, chromium() as browser:
         page = logged_in(browser, run)
@@ -57,8 +60,9 @@ def test_hello_streams_in_renders_safely_and_a_reload_shows_the_history(tmp_path
         expect(draft).to_be_hidden()
         shown = replies(page).first
         expect(shown.locator("strong")).to_have_text("owner")
-        expect(shown).to_contain_text("<script>document.title='owned'</script> as text.")
-        assert shown.locator("script").count() == 0 and "owned" not in page.title()
+        expect(shown).to_contain_text("<script>document.title='owned'</script> as text")
+        assert shown.locator("script").count() == 0 and shown.locator("img").count() == 0
+        assert shown.locator('a[href^="javascript"]').count() == 0 and "owned" not in page.title()
 
         page.reload()
         expect(page.locator("#conversation .entry.user .text")).to_have_text("hello")
