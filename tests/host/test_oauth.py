@@ -12,9 +12,9 @@ from mcp.shared.auth import OAuthToken
 
 from hermitcrab.host.config import ServerConfig, ServerOAuth, load_settings
 from hermitcrab.host.errors import ConfigError
-from hermitcrab.host.mcp.oauth import LoginFile, LoginRequired, log_in, stored_login
+from hermitcrab.host.mcp.oauth import LoginFile, LoginRequired, stored_login
 from hermitcrab.host.mcp.pool import McpPool, ToolOutcome
-from tests.support.oauth_server import follow, running_oauth_server
+from tests.support.oauth_server import log_in_headless, running_oauth_server
 
 
 async def test_a_server_waiting_for_a_login_comes_up_once_one_is_stored(tmp_path: Path):
@@ -23,12 +23,7 @@ async def test_a_server_waiting_for_a_login_comes_up_once_one_is_stored(tmp_path
         remote = ServerConfig("remote", url=server.url, auth="oauth")
         async with McpPool([remote], oauth_logins=logins, startup_timeout_s=10) as pool:
             waiting = pool.handles["remote"].state
-            async with anyio.create_task_group() as browsers:
-
-                async def browse(url: str) -> None:
-                    browsers.start_soon(anyio.to_thread.run_sync, follow, url)
-
-                assert await log_in(remote, logins, browse, timeout_s=30) == 1
+            assert await log_in_headless(remote, logins) == 1
             with anyio.fail_after(20):
                 while not pool.handles["remote"].ready:
                     await anyio.sleep(0.05)

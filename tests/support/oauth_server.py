@@ -23,7 +23,9 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
+import anyio
 import httpx
 from mcp.server.auth.provider import (
     AccessToken,
@@ -38,6 +40,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+
+from hermitcrab.host.config import ServerConfig
+from hermitcrab.host.mcp.oauth import log_in
 
 BROWSER = f"{shlex.quote(sys.executable)} {shlex.quote(__file__)} --follow %s"
 """What `BROWSER` is set to for a CLI whose `--open` should log in: Python's `webbrowser` runs it."""
@@ -193,6 +198,18 @@ def build_server(port: int, expires_in: int, deny: bool) -> MCPServer:
         return JSONResponse({})
 
     return server
+
+
+async def log_in_headless(config: ServerConfig, folder: Path, timeout_s: float = 30) -> int:
+    """`hermitcrab mcp login`'s own login (`log_in`) with `follow` for the browser: for an authorisation server
+    that approves at once (this one, the conformance suite's); the number of tools the server lists."""
+    async with anyio.create_task_group() as browsers:
+
+        async def browse(url: str) -> None:
+            browsers.start_soon(anyio.to_thread.run_sync, follow, url)
+
+        tools = await log_in(config, folder, browse, timeout_s)
+    return tools
 
 
 def follow(url: str) -> None:
