@@ -1,6 +1,8 @@
 """The Automations page on a real run with the real cron server: a job the agent made in a turn shown with its
 schedule in words and disabled with its button (the cron server then says so itself); a job run by hand whose
-delivery no channel can take set aside as a dead letter, shown and dropped; a job deleted after a confirmation."""
+delivery no channel can take set aside as a dead letter, shown and dropped; a job deleted after a confirmation; a
+dead letter retried from the page run again by the host and answered once; and, with no servers at all, Memory and
+Automations saying so while showing what is on disk."""
 
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 from playwright.sync_api import Locator, Page
 
+from hermitcrab.host.inbox.deadletters import FOLDER, DeadLetters
 from tests.support.cli import CLI, wait_for
 from tests.support.dashboard import QUIET, chromium, dashboard_run, logged_in, own_server, serious_violations
 from tests.support.fake_llm import FakeLLM, free_port, openai_text, openai_tool_calls
@@ -178,3 +182,27 @@ def test_a_dead_letter_retried_here_is_run_again_by_the_host_and_answered_once(
         page.reload()
         assert page.get_by_text("None: nothing has been set aside.").is_visible()
         assert answered() == 1
+
+
+def test_without_their_servers_memory_and_automations_say_so_and_show_what_is_on_disk(tmp_path: Path, llm: FakeLLM):
+    home = tmp_path / "home"
+    (home / "workspace").mkdir(parents=True)
+    (home / "workspace" / "MEMORY.md").write_text("- The owner likes green tea.\n")
+    DeadLetters(home / "state" / FOLDER).add(
+        key="discord:1234",
+        kind="message",
+        source="discord",
+        session="main",
+        text="what is on my calendar <today>?",
+        reason="the model kept failing",
+        attempts=3,
+        event={},
+    )
+    with dashboard_run(home, llm) as run, httpx.Client() as client:
+        client.get(run.login_link(), follow_redirects=True)
+        memory = client.get(f"{run.url}/memory", params={"q": "tea"})
+        automations = client.get(f"{run.url}/automations")
+    assert memory.status_code == 200 and "No MCP server offers memory_search" in memory.text
+    assert 'href="/memory/file?path=MEMORY.md"' in memory.text
+    assert automations.status_code == 200 and "No MCP server offers cron_list" in automations.text
+    assert "what is on my calendar &lt;today&gt;?" in automations.text and "3 attempts" in automations.text

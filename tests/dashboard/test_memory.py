@@ -1,5 +1,6 @@
 """The Memory page on a real run with the real memory server: the file tree, a file edited in the page and found by
-the server's own search at its line, and paths that lead out of the workspace's memory refused."""
+the server's own search at its line, an edit of a file the agent wrote to meanwhile kept and not saved over it, and
+paths that lead out of the workspace's memory refused."""
 
 from __future__ import annotations
 
@@ -60,6 +61,23 @@ def test_a_line_added_in_the_page_is_found_by_search_with_its_line_number(run: D
         found.click()
         assert page.get_by_role("row", name=f"5 {NEW_LINE}").locator("mark").inner_text() == NEW_LINE
         assert serious_violations(page) == []
+
+
+def test_a_file_the_agent_wrote_to_while_it_was_open_is_not_overwritten_and_the_edit_is_kept(run: DashboardRun):
+    memory = run.home / "workspace" / "MEMORY.md"
+    with chromium() as browser:
+        page = logged_in(browser, run)
+        page.goto(f"{run.url}/memory/edit?path=MEMORY.md")
+        page.get_by_label("Text of MEMORY.md").fill(NOTES + "- My edit.\n")
+        memory.write_text(NOTES + "- The agent's note.\n")
+        page.get_by_role("button", name="Save").click()
+        assert "changed since you opened it" in page.get_by_role("alert").inner_text()
+        assert page.get_by_label("Text of MEMORY.md").input_value() == NOTES + "- My edit.\n"
+        assert "The agent's note." in page.get_by_role("main").inner_text()
+        assert serious_violations(page) == []
+        page.get_by_role("button", name="Save").click()  # saved now, knowingly: the page opened the new version
+        assert "Saved MEMORY.md" in page.get_by_role("status").inner_text()
+    assert memory.read_text() == NOTES + "- My edit.\n"
 
 
 def test_paths_out_of_the_workspace_memory_are_refused(run: DashboardRun, tmp_path: Path):
