@@ -25,9 +25,9 @@ HEAD_CHARS = 2_000
 @dataclass(frozen=True)
 class Summary:
     """One transcript in a line: its messages (the user's and the assistant's words; an answer that only calls tools
-    is its calls), the characters of every message and
-    tool result, the tokens of every model call it records (turns, compactions, the memory flush, as `/status` counts
-    them), and when it was last written (a Unix time; None while it has no file)."""
+    is its calls), the characters of every message and tool result, the tokens of every model call it records (turns,
+    compactions, the memory flush, as `/status` counts them), and its last activity (a Unix time; None while it has
+    no file)."""
 
     messages: int = 0
     chars: int = 0
@@ -77,6 +77,8 @@ class Summaries:
 
 
 def summarise(entries: list[dict[str, Any]], changed: float) -> Summary:
+    """The summary of a transcript's `entries`; its last activity is its last entry's time, else `changed` (the
+    file's, which a copy or a restore from a backup moves)."""
     usage = Usage()
     for entry in entries:
         counts = entry.get("usage")
@@ -86,7 +88,7 @@ def summarise(entries: list[dict[str, Any]], changed: float) -> Summary:
         messages=sum(entry.get("kind") in MESSAGES and bool(entry.get("text")) for entry in entries),
         chars=sum(len(str(entry.get("text", ""))) for entry in entries if entry.get("kind") in TEXTS),
         usage=usage,
-        changed=changed,
+        changed=next((when for entry in reversed(entries) if (when := _when(entry.get("ts"))) is not None), changed),
     )
 
 

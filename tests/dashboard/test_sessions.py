@@ -21,6 +21,7 @@ from tests.support.webhook_host import TOKEN
 
 KEY = "discord:dm:42"
 OTHER = "reports"
+ARCHIVE = "archive"
 ANSWER = "You like <b>green tea</b>."
 
 
@@ -33,6 +34,7 @@ def host(tmp_path_factory: pytest.TempPathFactory):
     workspace.mkdir(parents=True)
     (workspace / "MEMORY.md").write_text("# Memory\n\n- The owner likes green tea.\n")
     memory = own_server("memory", "--workspace", str(workspace), "--state", str(root / "index"), "--embedder", "none")
+    seed_archive(root / "home" / "state" / "sessions")
     port = free_port()
     hook = {"HERMITCRAB_WEBHOOK_LISTEN": f"127.0.0.1:{port}", "HERMITCRAB_WEBHOOK_TOKEN": TOKEN}
     with running_fake_llm() as llm, dashboard_run(root / "home", llm, servers={"memory": memory}, env=hook) as run:
@@ -47,6 +49,20 @@ def host(tmp_path_factory: pytest.TempPathFactory):
         llm.enqueue(openai_text("Nothing new today."))
         turns.wait_for(turns.send(OTHER, "Anything to report?"), "Nothing new today.")
         yield turns
+
+
+def seed_archive(folder: Path) -> None:
+    """`ARCHIVE`, a session of 450 entries last written on 1 December, as a long-lived home has."""
+    folder.mkdir(parents=True)
+    name = "archive-20261201T090000-abcdef"
+    (folder / "sessions.json").write_text(json.dumps({ARCHIVE: {"id": name, "created": "2026-12-01T09:00:00+00:00"}}))
+    times = [f"2026-12-01T09:{n // 60:02}:{n % 60:02}+00:00" for n in range(225)]
+    pairs = [
+        {"id": f"{kind}{n}", "ts": ts, "kind": kind, "text": f"{'note' if kind == 'user' else 'kept'} {n}"}
+        for n, ts in enumerate(times)
+        for kind in ("user", "assistant")
+    ]
+    (folder / f"{name}.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in pairs))
 
 
 class Turns:
@@ -93,7 +109,9 @@ def test_the_list_shows_each_session_with_its_size_and_tokens(host: Turns, page:
     assert len([t for t in texts if t]) == 5  # two questions, two answers and the search's result
     page.get_by_role("navigation", name="Pages").get_by_role("link", name="Sessions").click()
     assert page.get_by_role("heading", level=1).inner_text() == "Sessions"
-    assert "Showing sessions 1 to 2 of 2" in page.get_by_role("main").inner_text()
+    assert "Showing sessions 1 to 3 of 3" in page.get_by_role("main").inner_text()
+    rows = page.get_by_role("row").all_inner_texts()
+    assert rows[-1].startswith(ARCHIVE) and "2026-12-01" in rows[-1]  # the least recently active last
     cells = page.get_by_role("row", name=KEY).get_by_role("cell").all_inner_texts()
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d \((just now|\d+ min ago)\)", cells[0])  # the owner's zone
     assert cells[1:] == ["4", f"{sum(map(len, texts)):,}", "2,020", "408"]  # tokens: 20+1200+800 in, 8+300+100 out
@@ -173,3 +191,13 @@ def test_an_odd_key_a_torn_line_and_a_long_message_are_shown_as_text(host: Turns
     missing = page.goto(f"{host.run.url}/sessions/no:such:session")
     assert missing is not None and missing.status == 404
     assert page.get_by_role("alert").inner_text() == "There is no session called “no:such:session”."
+
+
+def test_a_long_transcript_shows_its_last_entries_and_all_on_request(host: Turns, page: Page):
+    page.goto(f"{host.run.url}/sessions/{ARCHIVE}")
+    assert "Showing the last 200 of 450 entries." in page.get_by_role("main").inner_text()
+    entries = page.get_by_role("list", name="Transcript").get_by_role("listitem")
+    assert entries.count() == 200
+    assert "note 125" in entries.first.inner_text() and "kept 224" in entries.last.inner_text()
+    page.get_by_role("link", name="Show all entries").click()
+    assert entries.count() == 450 and "note 0" in entries.first.inner_text()
