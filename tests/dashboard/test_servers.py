@@ -62,7 +62,13 @@ def test_a_server_up_with_its_tools_a_broken_one_with_its_error_and_the_logs_mas
 
         with (logs / "servers.log").open("a") as stderr:  # as a server writes to it, while the page is open
             stderr.write(f"reconnecting with token={SECRET}\n")
-        expect(page.get_by_role("region", name="servers.log")).to_contain_text(
-            "reconnecting with token=***", timeout=15_000
-        )
+        tail = page.get_by_role("region", name="servers.log")
+        expect(tail).to_contain_text("reconnecting with token=***", timeout=15_000)
         assert SECRET not in page.content()
+
+        with (logs / "servers.log").open("a") as stderr:  # more than is read from the end, then a screen-clearing line
+            stderr.writelines(f"filler line {n} {'x' * 100}\n" for n in range(3_000))
+            stderr.write("\x1b[2Jall clear\n")
+        expect(tail).to_contain_text("\\x1b[2Jall clear", timeout=15_000)
+        assert tail.inner_text().count("\n") == 199 and "filler line 2999 " in tail.inner_text()
+        assert "The last 200 lines of" in page.get_by_text("older lines are in the file").inner_text()
