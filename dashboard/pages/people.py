@@ -76,7 +76,10 @@ async def show(request: Request) -> Response:
             lambda: (store.pending(), store.allowed(), store.denied())
         )
     except (OSError, ValueError, TypeError) as exc:  # a torn or hand-edited file: say so, change nothing
-        problem = f"The pairing file {store.path} cannot be read ({exc}); fix or remove it to see and decide requests."
+        problem = (
+            f"The pairing file {store.path} cannot be read ({exc}): nothing can be shown or decided here until it is "
+            "repaired (removing it would forget every approval)."
+        )
         waiting, allowed, denied = [], [], []
     else:
         problem = None
