@@ -122,7 +122,8 @@ class ElicitationHandler:
         try:
             form = Form(params.requested_schema)
         except (SchemaError, UnsupportedField) as exc:
-            logger.warning("declined a form of the %s server nobody can fill in: %s", self.server, exc)
+            reason = exc.message if isinstance(exc, SchemaError) else str(exc)  # not the whole metaschema path
+            logger.warning("declined a form of the %s server nobody can fill in: %s", self.server, reason)
             return types.ElicitResult(action="decline")
         if not form.fields:
             reading = await self._ask_field(asker, params.message, _CONFIRM.fields[0], (1, 1))

@@ -139,11 +139,7 @@ class Field:
         if word in ENDINGS:
             return Ended(word)
         if word in ("", "default") and self.has_default:
-            default = self.schema["default"]
-            checked = self._checked(default, self._label(default))
-            if isinstance(checked, Rejected):
-                return Rejected(f"The server's default is no good: {checked.reason}")
-            return checked
+            return self._default()
         if word in ("", "skip"):
             if not self.required:
                 return Skipped()
@@ -172,6 +168,17 @@ class Field:
         if kind in ("integer", "number"):
             return _number(text, whole=kind == "integer")
         return _string(text, self.schema.get("format"))
+
+    def _default(self) -> Accepted | Rejected:
+        """The server's default, held to the checks a typed value gets (a date must be a date)."""
+        default = self.schema["default"]
+        typed = self._label(default)
+        text = self.kind == "string" and isinstance(default, str)
+        parsed = _string(typed, self.schema.get("format")) if text else Accepted(default)
+        checked = self._checked(parsed.value, typed) if isinstance(parsed, Accepted) else parsed
+        if isinstance(checked, Rejected):
+            return Rejected(f"The server's default is no good: {checked.reason}")
+        return checked
 
     def _checked(self, value: Any, typed: str) -> Accepted | Rejected:
         """`value` if the server's schema takes it for this field; else the schema's complaint as a sentence."""
@@ -231,14 +238,20 @@ def fence(text: str, least: int) -> str:
 
 
 def _kind(key: str, schema: dict[str, Any]) -> tuple[Kind, tuple[Option, ...]]:
+    """The field's kind and options; the values of its options must be ones an elicitation's answer can carry (a
+    string, number or boolean; strings only in a list)."""
     options = _options(schema)
     if options:
+        if not all(isinstance(option.value, str | int | float | bool) for option in options):
+            raise UnsupportedField(f"field {key!r} offers choices an answer cannot carry")
         return "choice", options
     kind = schema.get("type")
     if kind == "array":
         items = schema.get("items")
         options = _options(cast(dict[str, Any], items)) if isinstance(items, dict) else ()
         if options:
+            if not all(isinstance(option.value, str) for option in options):
+                raise UnsupportedField(f"field {key!r} offers choices a list of answers cannot carry")
             return "choices", options
     if kind == "boolean":
         return "boolean", (Option("yes", True), Option("no", False))

@@ -232,16 +232,23 @@ async def test_an_approval_answered_with_anything_but_a_choice_is_never_consent(
 async def test_a_form_nobody_can_fill_in_is_declined_without_asking():
     nested, person = await fill(form(address={"type": "object", "properties": {"city": {"type": "string"}}}))
     broken, _ = await fill({"type": "object", "properties": {"age": {"type": "integer", "minimum": "ten"}}})
+    objects, _ = await fill(form(pick={"enum": [{"x": 1}, [1, 2]]}))  # answers carry strings, numbers, booleans
 
-    assert nested.action == "decline" and broken.action == "decline"
+    assert [nested.action, broken.action, objects.action] == ["decline"] * 3
     assert person.asked == []
 
 
 async def test_a_bad_default_of_the_servers_is_not_sent_back():
-    result, person = await fill(form(age={"type": "integer", "maximum": 10, "default": 30}), "", "4")
+    schema = form(
+        age={"type": "integer", "maximum": 10, "default": 30},
+        at={"type": "string", "format": "date-time", "default": "yesterday"},
+    )
 
-    assert result.content == {"age": 4}
+    result, person = await fill(schema, "", "4", "default", "2026-12-03T09:00Z")
+
+    assert result.content == {"age": 4, "at": "2026-12-03T09:00:00+00:00"}
     assert "The server's default is no good: `30` is more than the maximum, 10." in person.questions[1]
+    assert "The server's default is no good: `yesterday` is not a date and time" in person.questions[3]
 
 
 async def test_a_form_without_fields_asks_whether_to_go_on():
