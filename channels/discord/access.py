@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
+from hermitcrab.channels.access import DmPolicy, GroupVerdict, People, Verdict
 from hermitcrab.channels.pairing import PairingStore
-from hermitcrab.host.events import ChatType, Principal, person
-
-DmPolicy = Literal["pairing", "allowlist", "open", "disabled"]
-Verdict = Literal["answer", "pair", "ignore"]
+from hermitcrab.host.events import ChatType, Principal
 
 
 class ChannelRule(Protocol):
@@ -54,26 +52,22 @@ class Access:
     owners: Collection[str] = ()
     """The owners' user ids: their messages carry the owner's rights; everyone else is a peer or a group member."""
 
+    @property
+    def people(self) -> People:
+        return People("discord", self.dm_policy, self.allow_from, self.pairing, self.owners)
+
     def principal(self, user: str, chat: ChatType, name: str | None = None) -> Principal:
         """Who a message admitted from `user` comes from: an owner, else a peer in a DM or a group member."""
-        if user in self.owners:
-            return person("owner", "discord", user, name)
-        return person("peer" if chat == "direct" else "group", "discord", user, name)
+        return self.people.principal(user, chat, name)
 
     def direct(self, user: str) -> Verdict:
         """A direct message: answer, send a pairing code (nothing reaches the agent), or ignore."""
-        if self.dm_policy == "disabled":
-            return "ignore"
-        if user in self.owners:
-            return "answer"
-        if self.dm_policy == "open" or user in self.allow_from or self.pairing.is_allowed("discord", user):
-            return "answer"
-        return "pair" if self.dm_policy == "pairing" else "ignore"
+        return self.people.direct(user)
 
-    def in_guild(self, where: Where, user: str) -> Literal["answer", "if-mentioned", "ignore"]:
+    def in_guild(self, where: Where, user: str) -> GroupVerdict:
         """A guild message: the guild must be listed, the channel (or a thread's parent) allowed, the user too."""
         guild = self.guilds.get(where.guild or "")
-        if guild is None or (guild.users and user not in guild.users and user not in self.owners):
+        if guild is None:
             return "ignore"
         rule = guild.channels.get(where.channel) or guild.channels.get(where.parent or "")
         if rule is None and guild.channels:
@@ -81,4 +75,4 @@ class Access:
         if rule is not None and not rule.allow:
             return "ignore"
         mention = guild.require_mention if rule is None or rule.require_mention is None else rule.require_mention
-        return "if-mentioned" if mention else "answer"
+        return self.people.in_group(guild.users, mention, user)

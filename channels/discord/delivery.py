@@ -16,14 +16,15 @@ from typing import Any, TypeVar
 
 import discord
 
+from hermitcrab.channels.split import split_message
 from hermitcrab.host.events import Target
 from hermitcrab.util.retry import Backoff, retrying
-
-from .split import split_message
 
 logger = logging.getLogger(__name__)
 
 SEND_BACKOFF = Backoff(attempts=3, first_s=0.5)
+LIMIT = 2000
+"""Characters in one Discord message."""
 _T = TypeVar("_T")
 
 
@@ -62,7 +63,7 @@ class Outbox:
         conversation = target.conversation
         if (problem := conversation_problem(conversation)) is not None:
             raise NotAChannel(problem)
-        parts = split_message(self.noted(conversation, text))
+        parts = split_message(self.noted(conversation, text), LIMIT)
         interaction = self._interactions.pop(target.reply_to or "", None)
         part = _Part(self.client.get_partial_messageable(int(conversation)), _reference(target), interaction)
         sent: discord.Message | None = None

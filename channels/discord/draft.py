@@ -19,6 +19,7 @@ from typing import Literal
 
 import anyio
 
+from hermitcrab.channels.split import split_message
 from hermitcrab.host.events import (
     MessageDone,
     Question,
@@ -30,9 +31,8 @@ from hermitcrab.host.events import (
     TurnEvent,
 )
 
-from .delivery import DeliveryFailed, Outbox
+from .delivery import LIMIT, DeliveryFailed, Outbox
 from .drafts import DraftRecords
-from .split import split_message
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ class Draft:
     async def _show(self, text: str, *, final: bool) -> None:
         """Bring the messages in line with `text`'s parts: edit those that differ, post what is new, and (final)
         delete what is left over. While drafting a failure is logged and tried again at the next edit."""
-        parts = split_message(text)
+        parts = split_message(text, LIMIT)
         try:
             for number, part in enumerate(parts):
                 if number >= len(self._shown):

@@ -17,10 +17,10 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from hermitcrab.channels.discord import Access, DiscordChannel, point_at
-from hermitcrab.channels.discord.delivery import DeliveryFailed
+from hermitcrab.channels.discord.delivery import LIMIT, DeliveryFailed
 from hermitcrab.channels.discord.draft import StreamMode
-from hermitcrab.channels.discord.split import split_message
 from hermitcrab.channels.pairing import PairingStore
+from hermitcrab.channels.split import split_message
 from hermitcrab.host.events import (
     Event,
     MessageDone,
@@ -132,7 +132,7 @@ async def test_a_long_streamed_answer_continues_in_new_messages_with_fences_inta
         await channel.send(target, answer)
 
     contents = [sent.content for sent in fake.in_channel(DM)]
-    assert len(answer) > 5000 and contents == split_message(answer) and len(contents) == 3
+    assert len(answer) > 5000 and contents == split_message(answer, LIMIT) and len(contents) == 3
     assert all(part.count("```") % 2 == 0 for part in contents)
     assert fake.limited == 0
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hermitcrab.channels.discord.split import split_message
+from hermitcrab.channels.discord.delivery import LIMIT
+from hermitcrab.channels.split import split_message
 from tests.support.cli import wait_for
 from tests.support.discord_host import CONFIG, STREAMED, DiscordRun, start_run, stop
 from tests.support.fake_discord import OWNER, FakeDiscord, Sent
@@ -75,7 +76,7 @@ def test_a_5000_character_streamed_answer_with_a_code_block_ends_as_three_messag
     llm.enqueue(Reply(openai_text(text), event_delay_s=0.004))
     discord_api.user_says(OWNER, "write me a script")
 
-    wait_for(lambda: [sent.content for sent in dm(discord_api)] == split_message(text), f"{discord_api.sent}")
+    wait_for(lambda: [sent.content for sent in dm(discord_api)] == split_message(text, LIMIT), f"{discord_api.sent}")
     stop(host)
     parts = [sent.content for sent in dm(discord_api)]
     assert 4900 < len(text) < 5100 and len(parts) == 3, parts

@@ -1,4 +1,5 @@
-"""Cut a reply into Discord-sized messages (2,000 characters) on line boundaries, keeping code fences whole.
+"""Cut a reply into a chat app's messages (Discord's 2,000 characters, Telegram's 4,096) on line boundaries, keeping
+code fences whole.
 
 A part that ends inside a fenced block closes the fence, and the next part opens it again with the same info string
 (```python), so every message renders as the code it holds. Only a single line longer than a message is cut inside.
@@ -8,11 +9,10 @@ from __future__ import annotations
 
 import re
 
-LIMIT = 2000
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")
 
 
-def split_message(text: str, limit: int = LIMIT) -> list[str]:
+def split_message(text: str, limit: int) -> list[str]:
     """The parts of `text`, each at most `limit` characters; an empty text gives no parts."""
     parts: list[str] = []
     current: list[str] = []
