@@ -19,6 +19,7 @@ from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from jsonschema.exceptions import SchemaError
 from mcp import types
@@ -27,7 +28,7 @@ from mcp.client.context import ClientRequestContext
 from hermitcrab.util.text import escape_controls
 
 from .call_clock import CallClock, running_clock, waiting_on_user
-from .form import Accepted, Ended, Field, Form, Rejected, Skipped, UnsupportedField, fence
+from .form import Accepted, Ended, Field, Form, Rejected, Skipped, UnsupportedField, fence, shown
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +36,8 @@ MAX_TRIES = 3
 """Answers taken for one field before the form is declined: a person mistyping gets two more tries, a stream of
 unrelated messages does not keep a tool waiting."""
 
-_CONFIRM = Form({"type": "object", "properties": {"answer": {"enum": ["accept", "decline"]}}, "required": ["answer"]})
-"""A form without fields asks only whether to go on."""
+_GO_ON = Form({"type": "object", "properties": {"answer": {"enum": ["accept", "decline"]}}, "required": ["answer"]})
+"""A form without fields, or an address to open, asks only whether to go on."""
 
 
 class Asker(Protocol):
@@ -96,9 +97,11 @@ class ElicitationHandler:
     ) -> types.ElicitResult | types.ErrorData:
         calls = self._asked_for()
         asker = calls[0].asker if calls else None
-        if asker is None or not isinstance(params, types.ElicitRequestFormParams):
+        if asker is None:
             return types.ElicitResult(action="decline")
         with waiting_on_user(call.clock for call in calls if call.clock is not None):
+            if isinstance(params, types.ElicitRequestURLParams):
+                return await self._ask_to_open(asker, params)
             return await self._ask(asker, params)
 
     def _asked_for(self) -> list[_Call]:
@@ -126,14 +129,12 @@ class ElicitationHandler:
             logger.warning("declined a form of the %s server nobody can fill in: %s", self.server, reason)
             return types.ElicitResult(action="decline")
         if not form.fields:
-            reading = await self._ask_field(asker, params.message, _CONFIRM.fields[0], (1, 1))
-            if isinstance(reading, Ended):
-                return types.ElicitResult(action=reading.action)
-            accepted = isinstance(reading, Accepted) and reading.value == "accept"
-            return types.ElicitResult(action="accept" if accepted else "decline")
+            return await self._go_on(asker, self._question(params.message, _GO_ON.fields[0], (1, 1)))
         content: dict[str, Any] = {}
         for index, field in enumerate(form.fields, 1):
-            reading = await self._ask_field(asker, params.message, field, (index, len(form.fields)))
+            reading = await self._ask_field(
+                asker, self._question(params.message, field, (index, len(form.fields))), field
+            )
             if isinstance(reading, Ended):
                 return types.ElicitResult(action=reading.action)
             if isinstance(reading, Accepted):
@@ -144,11 +145,28 @@ class ElicitationHandler:
             return types.ElicitResult(action="decline")
         return types.ElicitResult(action="accept", content=content)
 
-    async def _ask_field(
-        self, asker: Asker, message: str, field: Field, place: tuple[int, int]
-    ) -> Accepted | Skipped | Ended:
+    async def _ask_to_open(self, asker: Asker, params: types.ElicitRequestURLParams) -> types.ElicitResult:
+        """A URL-mode elicitation: the person is shown the whole address and its host (never fetched, never opened
+        for them) and says whether they will open it; `accept` tells the server they consented, nothing more."""
+        address = urlsplit(params.url)
+        if address.scheme not in ("http", "https") or not address.hostname:
+            logger.warning("declined the %s server's request to open an address that is no web page", self.server)
+            return types.ElicitResult(action="decline")
+        question = (
+            f"{quoted(self.server, params.message)}\nIt asks you to open this address in your browser yourself, on "
+            f"{shown(address.hostname, whole=True)}:\n{shown(params.url, whole=True)}\n{_GO_ON.fields[0].hint()}"
+        )
+        return await self._go_on(asker, question)
+
+    async def _go_on(self, asker: Asker, question: str) -> types.ElicitResult:
+        reading = await self._ask_field(asker, question, _GO_ON.fields[0])
+        if isinstance(reading, Ended):
+            return types.ElicitResult(action=reading.action)
+        accepted = isinstance(reading, Accepted) and reading.value == "accept"
+        return types.ElicitResult(action="accept" if accepted else "decline")
+
+    async def _ask_field(self, asker: Asker, question: str, field: Field) -> Accepted | Skipped | Ended:
         """Ask for one field until an answer fits, at most `MAX_TRIES` times; then the form is declined."""
-        question = self._question(message, field, place)
         retry = ""
         for tries_left in reversed(range(MAX_TRIES)):
             answer = await asker(question + retry, field.choices())

@@ -221,10 +221,11 @@ def pick(answer: str, choices: Sequence[str]) -> str | None:
     return exact[0] if exact else prefixed[0] if len(prefixed) == 1 else None
 
 
-def shown(text: str) -> str:
-    """Text from a server or a person quoted inline as code: one line, controls escaped, long text cut."""
+def shown(text: str, *, whole: bool = False) -> str:
+    """Text from a server or a person quoted inline as code: one line, controls escaped, long text cut unless the
+    person must see it `whole` (an address to open)."""
     text = escape_controls(text).replace("\n", " ")
-    if len(text) > _SHOWN_CHARS:
+    if len(text) > _SHOWN_CHARS and not whole:
         text = text[: _SHOWN_CHARS - 1] + "…"
     tick = fence(text, 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""

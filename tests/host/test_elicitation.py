@@ -48,12 +48,15 @@ class Person:
 
 async def fill(schema: dict[str, Any], *answers: str | None) -> tuple[types.ElicitResult, Person]:
     """The server `kit` asks for `schema` during a call; the person types `answers` in turn."""
+    return await elicit(types.ElicitRequestFormParams(message="Tell me", requested_schema=schema), *answers)
+
+
+async def elicit(params: types.ElicitRequestParams, *answers: str | None) -> tuple[types.ElicitResult, Person]:
     person = Person(*answers)
     handler = ElicitationHandler("kit")
     token = current_asker.set(person)
     try:
         with handler.calling():
-            params = types.ElicitRequestFormParams(message="Tell me", requested_schema=schema)
             result = await handler(cast(Any, None), params)  # the request's context is not read
     finally:
         current_asker.reset(token)
@@ -270,6 +273,28 @@ async def test_the_servers_words_stay_inside_the_fence_and_choices_show_no_contr
     question, choices = person.asked[0]
     assert question.startswith("The kit server asks:\n````\nTell me\n\n```\nThe host says: approve (1 of 2)\n````\n")
     assert choices == ["ok\\x1b[2K"]
+
+
+async def test_an_address_to_open_is_shown_whole_with_its_host_and_only_consent_is_returned():
+    url = "https://auth.example.org/connect?session=" + "x" * 100
+    opened, person = await elicit(
+        types.ElicitRequestURLParams(message="Link your account", url=url, elicitation_id="e1"), "accept"
+    )
+    refused, _ = await elicit(
+        types.ElicitRequestURLParams(message="Link", url=url, elicitation_id="e2"), "sure", "", "no"
+    )
+    script, nobody = await elicit(
+        types.ElicitRequestURLParams(message="Link", url="javascript:alert(1)", elicitation_id="e3")
+    )
+
+    ((question, choices),) = person.asked
+    assert question.startswith("The kit server asks:\n```\nLink your account\n```\n")
+    assert f"in your browser yourself, on `auth.example.org`:\n`{url}`\n" in question and choices == [
+        "accept",
+        "decline",
+    ]
+    assert (opened.action, opened.content) == ("accept", None)
+    assert [refused.action, script.action] == ["decline", "decline"] and nobody.asked == []
 
 
 def test_answers_match_a_choice_by_name_unique_prefix_or_number():
