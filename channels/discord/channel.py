@@ -29,6 +29,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from hermitcrab.channels.pairing import Issued, Refused
+from hermitcrab.channels.welcome import announce_approvals, tell_owners
 from hermitcrab.host.events import ChatType, Event, Listener, Target
 from hermitcrab.util.retry import Backoff, retrying
 
@@ -38,7 +39,6 @@ from .delivery import DeliveryFailed, Outbox, conversation_problem
 from .draft import Draft, StreamMode
 from .drafts import DraftRecords
 from .prompt import ChoiceButtons
-from .welcome import announce_approvals, tell_owners
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class DiscordChannel:
             async with anyio.create_task_group() as group:
                 self._group = group
                 group.start_soon(
-                    _forever, "announcing approvals", announce_approvals, self.client, self.access.pairing, self.name
+                    _forever, "announcing approvals", announce_approvals, self.send_dm, self.access.pairing, self.name
                 )
                 await self._stay_connected()
         finally:
@@ -347,7 +347,17 @@ class DiscordChannel:
         except DeliveryFailed:
             logger.warning("could not send a pairing code to %s", user)
         if isinstance(outcome, Issued):
-            await tell_owners(self.client, self.access.owners, outcome)
+            await tell_owners(self.send_dm, self.access.owners, outcome, self.name)
+
+    async def send_dm(self, user: str, text: str) -> bool:
+        """DM `user` (an id); False, logged, when Discord would not take it."""
+        try:
+            channel = await self.client.create_dm(discord.Object(int(user)))
+            await channel.send(text)
+        except (discord.DiscordException, OSError, ValueError) as exc:
+            logger.warning("discord: could not DM user %s: %s", user, exc)
+            return False
+        return True
 
     async def _post(self, target: Target, text: str, view: discord.ui.View | None = None) -> discord.Message | None:
         self._stop_typing(target.conversation)
