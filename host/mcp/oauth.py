@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from hermitcrab.util.files import stamp
+from hermitcrab.util.files import Stamp, stamp
 from hermitcrab.util.http_serve import serve_app
 from hermitcrab.util.store import JsonFile
 from hermitcrab.util.text import escape_controls
@@ -55,14 +55,19 @@ _LOGIN_FAILURES = (OAuthFlowError, OAuthTokenError, OAuthRegistrationError, http
 class LoginRequired(ToolServerError):
     """A server with `"auth": "oauth"` has no login it accepts; only a person at a browser can make one.
 
-    `path` is the server's login file (None when the program keeps none) and `stamp` what it was when this was
-    raised, so `next_login` can tell when `hermitcrab mcp login` has stored a new one."""
+    `path` is the server's login file (None when the program keeps none) and `seen` its stamp when the refused
+    connection read it, so `next_login` can tell when another login was stored since (by `hermitcrab mcp login`,
+    or by another host process refreshing the token this one then presented)."""
 
-    def __init__(self, server: str, why: str, path: Path | None = None) -> None:
+    def __init__(self, server: str, why: str, path: Path | None = None, seen: Stamp | None = None) -> None:
         super().__init__(f"MCP server {server!r} needs an OAuth login ({why}): run `hermitcrab mcp login {server}`")
         self.server = server
         self.path = path
-        self.stamp = None if path is None else stamp(path)
+        self.seen = seen
+
+
+class LoginFailed(ToolServerError):
+    """`hermitcrab mcp login` did not end with a login: refused, abandoned, or the server misbehaved."""
 
 
 def login_required(exc: BaseException) -> LoginRequired | None:
@@ -78,12 +83,8 @@ def login_required(exc: BaseException) -> LoginRequired | None:
 async def next_login(required: LoginRequired) -> None:
     """Return once the server's login file has changed since `required` was raised: someone logged in (never,
     for a program that keeps no logins)."""
-    while required.path is None or stamp(required.path) == required.stamp:
+    while required.path is None or stamp(required.path) == required.seen:
         await anyio.sleep(LOGIN_POLL_S)
-
-
-class LoginFailed(ToolServerError):
-    """`hermitcrab mcp login` did not end with a login: refused, abandoned, or the server misbehaved."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,6 @@ class Login:
 
     expires_at: float | None
     refreshable: bool
-    scope: str | None
 
     def describe(self, server: str, now: float) -> str:
         if self.expires_at is None:
@@ -127,7 +127,7 @@ class LoginFile:
         tokens = self._stored_tokens()
         if tokens is None:
             return None
-        return Login(self.expires_at(), tokens.refresh_token is not None, tokens.scope)
+        return Login(self.expires_at(), tokens.refresh_token is not None)
 
     def expires_at(self) -> float | None:
         expires_at = self._read().get("expires_at")
@@ -236,12 +236,13 @@ def stored_login(config: ServerConfig, folder: Path | None) -> httpx2.Auth:
     if folder is None:
         raise LoginRequired(config.name, "this program keeps no logins")
     login_file = LoginFile(folder, config)
+    seen = stamp(login_file.path)
     if login_file.login() is None:
-        raise LoginRequired(config.name, "not logged in", login_file.path)
+        raise LoginRequired(config.name, "not logged in", login_file.path, seen)
 
     async def refuse(*_: object) -> NoReturn:
         why = "the server wants a new authorisation: it refused the stored token, or asks for more scope"
-        raise LoginRequired(config.name, why, login_file.path)
+        raise LoginRequired(config.name, why, login_file.path, seen)
 
     # The redirect is only named, never listened on: a registration made here would be redone by the next login.
     return _provider(config, login_file, f"http://127.0.0.1{CALLBACK_PATH}", refuse, refuse)
