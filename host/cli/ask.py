@@ -59,9 +59,9 @@ class CliChannel:
         return None
 
     async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
-        """The question on stderr, its choices numbered (a number answers too), and the next line of stdin: an
-        empty line is an answer (a form field's default), the end of stdin none."""
-        options = "".join(f"\n  {index}. {choice}" for index, choice in enumerate(choices or (), 1))
+        """The question on stderr, a line per choice, and the next line of stdin: an empty line is an answer (a form
+        field's default), the end of stdin none."""
+        options = "".join(f"\n  - {choice}" for choice in choices or ())
         print(f"? {question}{options}", file=sys.stderr, flush=True)
         line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
         return line.strip() if line else None
