@@ -85,7 +85,8 @@ class AnswerUnparseable:
 
 
 def reply_to_unparseable(error: Exception) -> JSONRPCError:
-    """The JSON-RPC error for a line that failed to parse: -32700 for bad JSON, -32600 for a bad message."""
+    """The JSON-RPC error for a line that failed to parse: -32700 for bad JSON, -32600 for a bad message or a batch
+    (served over HTTP under 2025-03-26, `jsonrpc_http.py`, not yet over stdio, where that version wants them too)."""
     if not isinstance(error, ValidationError):
         return _error(None, PARSE_ERROR, f"Parse error: {quote(str(error))}")
     details = error.errors(include_url=False)
@@ -97,6 +98,8 @@ def reply_to_unparseable(error: Exception) -> JSONRPCError:
             return _error(
                 request_id, PARSE_ERROR, f"Parse error: the line is not JSON this server can read ({quote(reason)})"
             )
+    if all(isinstance(d.get("input"), list) for d in details):
+        return _error(None, INVALID_REQUEST, "Invalid request: a JSON-RPC batch; send one message per line")
     envelope = next((d["input"] for d in details if isinstance(d.get("input"), dict)), None)
     return _error(
         _id_of(envelope), INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message (is `params` an object?)"

@@ -131,6 +131,16 @@ def test_stdio_answers_an_unknown_prompt_and_a_cursor_with_invalid_params_and_na
     assert memory_peer.initialized["result"]["serverInfo"]["version"] == version("hermitcrab")
 
 
+def test_stdio_refuses_a_batch_in_one_line(memory_peer: StdioPeer):
+    memory_peer.send(b'[{"jsonrpc":"2.0","id":13,"method":"ping"}]')
+
+    assert memory_peer.receive() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Invalid request: a JSON-RPC batch; send one message per line"},
+    }
+
+
 def test_a_huge_bad_argument_is_answered_at_once_and_not_logged(memory_peer: StdioPeer):
     huge = "memory/" + "a" * 10_000_000 + ".md"
     started = time.monotonic()
