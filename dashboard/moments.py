@@ -38,11 +38,6 @@ def shown(moment: dt.datetime, zone: dt.tzinfo, now: dt.datetime | None = None) 
     return f"{local:%Y-%m-%d %H:%M} ({relative((aware - current).total_seconds())})"
 
 
-def shown_timestamp(timestamp: float, zone: dt.tzinfo) -> str:
-    """`shown` for a Unix time."""
-    return shown(dt.datetime.fromtimestamp(timestamp, dt.UTC), zone)
-
-
 def parsed(text: object) -> dt.datetime | None:
     """An ISO 8601 time a server sent, or None when it sent something else."""
     if not isinstance(text, str):

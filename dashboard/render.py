@@ -14,9 +14,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from . import moments
 from .auth import csrf_token
 from .context import context
-from .moments import relative
 
 templates = Jinja2Templates(
     env=Environment(
@@ -66,5 +66,5 @@ def moment(at: float, now: dt.datetime) -> str:
     """`at` (a Unix time) as the owner reads it: date and time in the zone of `now` (the agent's clock, in the
     owner's zone) and how long before or after `now` it is ("2026-12-03 18:45 (3 min ago)"). Templates call it as
     `when(at)`."""
-    then = dt.datetime.fromtimestamp(at, now.tzinfo)
-    return f"{then:%Y-%m-%d %H:%M} ({relative((then - now).total_seconds())})"
+    aware = now if now.tzinfo is not None else now.astimezone()  # a naive clock is local time
+    return moments.shown(dt.datetime.fromtimestamp(at, dt.UTC), aware.tzinfo or dt.UTC, aware)

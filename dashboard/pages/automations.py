@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Route
 from hermitcrab.host.inbox.deadletters import FOLDER, DeadLetters
 
 from ..context import context
-from ..moments import owner_zone, parsed, shown, shown_timestamp
+from ..moments import parsed
 from ..render import done, page
 from ..schedules import in_words
 from ..tools import Server, Unavailable, server_with
@@ -44,10 +44,19 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+def _timestamp(text: str | None) -> float | None:
+    moment = parsed(text)
+    return moment.timestamp() if moment is not None and moment.tzinfo is not None else None
+
+
 class LastRun(_Lenient):
     run_id: str
     fired_at: str | None = None
     status: str
+
+    @property
+    def fired(self) -> float | None:
+        return _timestamp(self.fired_at)
 
 
 class Job(_Lenient):
@@ -81,6 +90,10 @@ class Run(_Lenient):
     trigger: str | None = None
     detail: str | None = None
 
+    @property
+    def fired(self) -> float | None:
+        return _timestamp(self.at)
+
 
 _Row = TypeVar("_Row", bound=_Lenient)
 
@@ -95,8 +108,7 @@ async def show(request: Request) -> Response:
 
 async def _page(request: Request, problem: str | None = None, status: int = 200) -> Response:
     found = context(request)
-    zone = owner_zone(found.settings)
-    values: dict[str, Any] = {"zone": zone, "outcome": outcome, "shown": shown, "parsed": parsed}
+    values: dict[str, Any] = {"outcome": outcome}
     try:
         cron = server_with(found, "cron_list", "cron")
         jobs, unread = _read(Job, await cron.call("cron_list", {"include_disabled": True}), "jobs")
@@ -108,7 +120,7 @@ async def _page(request: Request, problem: str | None = None, status: int = 200)
     except Unavailable as exc:
         values["cron_problem"] = str(exc)
     letters = DeadLetters(found.settings.state / FOLDER).list()
-    values.update(letters=letters[:MAX_LETTERS], letter_count=len(letters), when=shown_timestamp)
+    values.update(letters=letters[:MAX_LETTERS], letter_count=len(letters))
     return page(request, "automations.html", TITLE, status=status, problem=problem, **values)
 
 

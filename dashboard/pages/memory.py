@@ -17,7 +17,6 @@ from starlette.routing import BaseRoute, Route
 
 from .. import memory_files
 from ..context import context
-from ..moments import owner_zone, shown_timestamp
 from ..render import done, page
 from ..tools import Unavailable, server_with
 
@@ -64,8 +63,6 @@ async def show(request: Request) -> Response:
         "query": query,
         "evergreen": evergreen,
         "folder": folder,
-        "zone": owner_zone(found.settings),
-        "shown_time": shown_timestamp,
         "file_url": file_url,
         "max_listed": memory_files.MAX_LISTED,
     }
