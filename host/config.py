@@ -72,6 +72,10 @@ ENVIRONMENT: Mapping[str, tuple[str, str]] = {
     "HERMITCRAB_DISCORD_GATEWAY_URL": ("discord", "gateway_url"),
     "HERMITCRAB_DISCORD_STREAM": ("discord", "stream"),
     "HERMITCRAB_DISCORD_STREAM_IN_GUILDS": ("discord", "stream_in_guilds"),
+    "TELEGRAM_BOT_TOKEN": ("telegram", "token"),
+    "HERMITCRAB_TELEGRAM_API_BASE": ("telegram", "api_base"),
+    "HERMITCRAB_TELEGRAM_STREAM": ("telegram", "stream"),
+    "HERMITCRAB_TELEGRAM_STREAM_IN_GROUPS": ("telegram", "stream_in_groups"),
     OUTBOUND_VARIABLE: ("outbound", "allow"),
 }
 """Variables that replace one key of `config.toml` (`(table, key)`) when set and not blank."""
@@ -349,6 +353,32 @@ class DiscordSettings:
 
 
 @dataclass(frozen=True, config=_TABLE)
+class TelegramGroupRule:
+    """An allowlisted group or supergroup (by chat id): the mention rule and who may talk (none listed: all)."""
+
+    require_mention: bool = True
+    users: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, config=_TABLE)
+class TelegramSettings:
+    """The Telegram channel of `hermitcrab run`; it starts only when a bot token is configured. `api_base` points it
+    at another Bot API server (a self-hosted one, a test's); unset, api.telegram.org."""
+
+    token: str | None = Field(default=None, repr=False)
+    owners: tuple[str, ...] = ()
+    dm_policy: DmPolicy = "pairing"
+    allow_from: tuple[str, ...] = ()
+    groups: Mapping[str, TelegramGroupRule] = Field(default_factory=dict[str, TelegramGroupRule])
+    max_text_attachment_bytes: int = Field(default=100_000, ge=0)
+    stream: StreamMode = "partial"
+    """How a reply in a private chat is shown while it is written (docs/telegram.md: Streaming)."""
+    stream_in_groups: StreamMode = "progress"
+    """The same in groups and forum topics: tool lines only, no half-written text in front of everyone."""
+    api_base: str | None = None
+
+
+@dataclass(frozen=True, config=_TABLE)
 class SkillSettings:
     """Where skills are found besides the workspace, and the environment their requirements are checked against.
 
@@ -397,6 +427,7 @@ class Settings:
     webhook: WebhookSettings = WebhookSettings()
     dashboard: DashboardSettings = DashboardSettings()
     discord: DiscordSettings = DiscordSettings()
+    telegram: TelegramSettings = TelegramSettings()
     dm_scope: DmScope = "main"
     skills: SkillSettings = SkillSettings()
     outbound: OutboundSettings = OutboundSettings()
@@ -500,6 +531,7 @@ class _ConfigFile:
     webhook: WebhookSettings = WebhookSettings()
     dashboard: DashboardSettings = DashboardSettings()
     discord: DiscordSettings = DiscordSettings()
+    telegram: TelegramSettings = TelegramSettings()
     routing: _Routing = _Routing()
     skills: SkillSettings = SkillSettings()
     outbound: OutboundSettings = OutboundSettings()
@@ -540,6 +572,7 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
         webhook=config.webhook,
         dashboard=config.dashboard,
         discord=config.discord,
+        telegram=config.telegram,
         dm_scope=config.routing.dm_scope,
         skills=_skills(config.skills, home, env),
         outbound=config.outbound,

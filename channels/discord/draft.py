@@ -19,6 +19,7 @@ from typing import Literal
 
 import anyio
 
+from hermitcrab.channels.progress import inline_arguments
 from hermitcrab.channels.split import split_message
 from hermitcrab.host.events import (
     MessageDone,
@@ -42,7 +43,6 @@ lines only."""
 EDIT_EVERY_S = 1.0
 PROGRESS_LINES = 4
 """Tool lines a draft shows at most: the latest ones."""
-ARGUMENTS_CHARS = 60
 
 
 @dataclass
@@ -107,7 +107,7 @@ class Draft:
         elif isinstance(event, MessageDone):
             self._new_message = True  # its text stays on screen until the next message's first words
         elif isinstance(event, ToolStarted):
-            self._tools[event.call_id] = f"-# ⚙️ {event.name} {_inline(event.arguments)}".rstrip()
+            self._tools[event.call_id] = f"-# ⚙️ {event.name} {inline_arguments(event.arguments)}".rstrip()
         elif isinstance(event, ToolFinished):
             sign = "✅" if event.ok else "❌"
             self._tools[event.call_id] = f"-# {sign} {event.name} · {event.duration_s:.1f} s"
@@ -204,10 +204,3 @@ class Draft:
             except DeliveryFailed as failure:
                 logger.info("discord: could not delete draft message %s: %s", shown.id, failure)
 
-
-def _inline(arguments: str) -> str:
-    """A tool call's arguments as inline code on one short line (backticks taken out so they cannot close it)."""
-    flat = " ".join(arguments.replace("`", "'").split())
-    if not flat:
-        return ""
-    return f"`{flat[:ARGUMENTS_CHARS]}{'…' if len(flat) > ARGUMENTS_CHARS else ''}`"

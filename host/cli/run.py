@@ -122,6 +122,10 @@ async def serve(settings: Settings, public: bool) -> None:
                 from . import discord_bot  # here, not above: only a `run` with a bot token pays for discord.py
 
                 await discord_bot.start(token, settings, gateway, group)
+            if telegram_token := settings.telegram.token:
+                from . import telegram_bot  # only a `run` with a Telegram token pays for python-telegram-bot
+
+                await telegram_bot.start(telegram_token, settings, gateway, group)
             if agent.pool is not None and agent.server_events is not None:
                 relay = (agent.server_events, agent.pool, gateway.submit, fallback, retries, gateway.target_problem)
                 group.start_soon(relay_server_events, *relay)
@@ -129,7 +133,7 @@ async def serve(settings: Settings, public: bool) -> None:
             retries.announce = owner_announcer(gateway.deliver, fallback)
             group.start_soon(retries.serve, gateway.enqueue)
             group.start_soon(recover, gateway)
-            _ready(agent, settings, webhook is not None, bool(settings.discord.token), dashboard)
+            _ready(agent, settings, webhook is not None, dashboard)
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for signum in signals:
                     logger.warning("%s: finishing the running turn, then stopping", signal.Signals(signum).name)
@@ -182,7 +186,7 @@ def _cannot_listen(table: str, host: str, port: int, reason: str, wanted: str) -
     )
 
 
-def _ready(agent: Agent, settings: Settings, webhook: bool, discord: bool, dashboard: str | None) -> None:
+def _ready(agent: Agent, settings: Settings, webhook: bool, dashboard: str | None) -> None:
     handles = list(agent.pool.handles.values()) if agent.pool else []
     up = [h.config.name for h in handles if h.ready]
     down = [h.config.name for h in handles if not h.ready]
@@ -192,7 +196,8 @@ def _ready(agent: Agent, settings: Settings, webhook: bool, discord: bool, dashb
         f"servers up: {', '.join(up) or 'none'}" + (f" (down: {', '.join(down)})" if down else ""),
         f"webhook: http://{settings.webhook.host}:{settings.webhook.port}" if webhook else "webhook: off (no token)",
         f"heartbeat: every {beat:g} min" if beat > 0 else "heartbeat: off",
-        "discord: on" if discord else "discord: off (no token)",
+        "discord: on" if settings.discord.token else "discord: off (no token)",
+        "telegram: on" if settings.telegram.token else "telegram: off (no token)",
         f"dashboard: {dashboard} (`hermitcrab dashboard` prints a login link)" if dashboard else "dashboard: off",
     ]
     print(" · ".join(parts), file=sys.stderr, flush=True)

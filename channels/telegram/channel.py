@@ -1,0 +1,354 @@
+"""The Telegram channel: the Bot API's updates turned into host events in, replies and questions out.
+
+In: `getUpdates` long polling (no public URL needed). Each update is handled, and a message that passes
+`TelegramAccess` recorded by the host's inbox (`Gateway.submit`, `inbound_id` `telegram:<chat>:<message id>`),
+before the offset moves past it; the offset is saved (`state/telegram/offset.json`), so after a crash Telegram hands
+back only what was not recorded, and the inbox drops what was. `chat` tells the host how to route: a private chat is
+`direct`, a group `group`, a forum topic `thread` (conversation `<chat>:<topic>`). In groups only a message that
+mentions the bot, replies to it or is a command addressed to it is taken, unless the group says otherwise.
+Out: replies through `delivery.Outbox`; questions with choices as inline keyboards (`prompt.py`); "typing…" is
+renewed every few seconds from the start of a turn to its reply; a reply to a message is streamed into a draft
+(`draft.py`) in the chat's stream mode.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+from telegram import Bot, BotCommand, Message, Update, User
+from telegram.error import Conflict, InvalidToken, TelegramError
+
+from hermitcrab.channels.access import People
+from hermitcrab.channels.pairing import Issued, Refused
+from hermitcrab.channels.welcome import announce_approvals, tell_owners
+from hermitcrab.host.events import ChatType, Event, Listener, Target
+from hermitcrab.util.retry import Backoff, retrying
+from hermitcrab.util.store import JsonFile
+
+from .access import TelegramAccess
+from .delivery import LIMIT, DeliveryFailed, Outbox, conversation_problem
+from .draft import Draft, StreamMode
+from .media import describe
+from .prompt import Questions
+
+logger = logging.getLogger(__name__)
+
+Submit = Callable[[Event], Awaitable[None]]
+
+COMMANDS = {
+    "new": "Start a fresh session",
+    "reset": "Start a fresh session",
+    "status": "Model, tokens used and context size",
+    "compact": "Summarise the older part of this session now",
+}
+PAIRING_TEXT = (
+    "Hi! I only talk to people my owner has approved. Your pairing code is **{code}** (valid for one hour). "
+    "Ask my owner to run `hermitcrab pairing approve {code}`."
+)
+POLL_S = 25
+"""How long one getUpdates waits for news: one request open at a time, answered as soon as something arrives."""
+POLL_BACKOFF = Backoff(attempts=None, first_s=1.0, max_s=60.0)
+TYPING_EVERY_S = 4.0  # Telegram shows "typing…" for 5 s per action
+TYPING_MAX_S = 600.0
+TOKEN_HELP = "check [telegram] token or TELEGRAM_BOT_TOKEN (from @BotFather)"
+UPDATES = ["message", "callback_query"]
+
+
+class LoginRefused(Exception):
+    """Telegram refused the bot token."""
+
+
+class TelegramChannel:
+    """A Telegram bot as a hermitcrab channel; `serve` runs it inside `hermitcrab run`."""
+
+    name = "telegram"
+    display = (
+        "Telegram messages: at most 4,096 characters each (longer replies are split), bold, italics, inline code, "
+        "code blocks and links, no tables or headings; often read on a phone: keep replies short and lists narrow"
+    )
+    message_limit = LIMIT
+    attachments_in = ("image", "text", "voice")
+
+    def __init__(
+        self,
+        bot: Bot,
+        access: TelegramAccess,
+        submit: Submit,
+        *,
+        state: Path,
+        inbox: Path,
+        max_text_bytes: int,
+        stream: StreamMode = "partial",
+        stream_in_groups: StreamMode = "progress",
+    ) -> None:
+        self.bot = bot
+        self.access = access
+        self._submit = submit
+        self._offset = JsonFile(state / "offset.json")
+        self._inbox = inbox
+        self._max_text_bytes = max_text_bytes
+        self._stream: StreamMode = stream
+        self._stream_in_groups: StreamMode = stream_in_groups
+        self.outbox = Outbox(bot)
+        self.questions = Questions(self.outbox, access.people.owners)
+        self._group: TaskGroup | None = None
+        self._me: User | None = None
+        self._ready = anyio.Event()
+        self._typing: dict[str, anyio.CancelScope] = {}
+        self._drafts: dict[str, Draft] = {}
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Log in (getMe; an unreachable Telegram is retried, never holding up the host), register the commands,
+        then poll for updates until cancelled. A refused token raises LoginRefused."""
+        task_status.started()
+        async with anyio.create_task_group() as group:
+            self._group = group
+            self._me = await self._login()
+            try:
+                await self.bot.set_my_commands([BotCommand(name, text) for name, text in COMMANDS.items()])
+            except TelegramError as exc:  # typed commands still work
+                logger.warning("telegram: could not register the bot commands: %s", exc)
+            logger.info("telegram: connected as @%s", self._me.username)
+            self._ready.set()
+            group.start_soon(
+                _forever, "announcing approvals", announce_approvals, self.send_dm, self.people.pairing, self.name
+            )
+            await self._poll()
+
+    @property
+    def people(self) -> People:
+        return self.access.people
+
+    async def _login(self) -> User:
+        try:
+            return await retrying(
+                "telegram: logging in",
+                self.bot.get_me,
+                lambda error: not isinstance(error, InvalidToken),
+                POLL_BACKOFF,
+                level=logging.WARNING,
+            )
+        except InvalidToken as exc:
+            raise LoginRefused(f"Telegram refused the bot token ({exc.message}); {TOKEN_HELP}") from None
+
+    async def _poll(self) -> None:
+        offset = self._saved_offset()
+        while True:
+            updates = await retrying(
+                "telegram: getUpdates",
+                lambda offset=offset: self.bot.get_updates(offset=offset, timeout=POLL_S, allowed_updates=UPDATES),
+                _poll_again,
+                POLL_BACKOFF,
+                level=logging.WARNING,
+            )
+            for update in updates:
+                await _logged(f"update {update.update_id}", self._take, update)
+                offset = update.update_id + 1
+                self._offset.save({"offset": offset})
+
+    def _saved_offset(self) -> int | None:
+        value = self._offset.load("updates not yet confirmed come again; the inbox drops those already taken")
+        offset = value.get("offset")
+        return offset if isinstance(offset, int) else None
+
+    async def wait_ready(self) -> None:
+        """Until the bot is logged in: a restart's recovery answers old messages only then."""
+        await self._ready.wait()
+
+    def check_conversation(self, to: str) -> str | None:
+        return conversation_problem(to)
+
+    # --- the host's side ---
+
+    async def send(self, target: Target, text: str) -> None:
+        """Deliver `text` in parts (finishing the reply's draft when one is on screen); raise if any part could not
+        be delivered after retries, after telling the owners."""
+        self._stop_typing(target.conversation)
+        draft = self._drafts.pop(target.reply_to or "", None)
+        try:
+            if draft is not None:
+                await draft.finish(text)
+            else:
+                await self.outbox.post(target.conversation, text, reply_to=target.reply_to)
+        except DeliveryFailed as failure:
+            await self._report(target, str(failure))
+            raise
+
+    async def _report(self, target: Target, why: str) -> None:
+        logger.error("telegram: reply to %s not delivered: %s", target.conversation, why)
+        for owner in self.people.owners:
+            if owner != target.conversation:
+                await self.send_dm(
+                    owner, f"A reply to Telegram chat {target.conversation} could not be delivered: {why}"
+                )
+
+    def listener(self, target: Target) -> Listener | None:
+        """A draft for the reply to a person's message, in the chat's stream mode; None for `off` and for what
+        answers no message (announcements, job results): those arrive whole."""
+        answering = target.reply_to or ""
+        if self._group is None or not answering.isdigit() or conversation_problem(target.conversation) is not None:
+            return None
+        mode = self._stream if not target.conversation.startswith("-") else self._stream_in_groups
+        if mode == "off":
+            return None
+        conversation = target.conversation
+        draft = Draft(self.outbox, target, mode, on_shown=lambda: self._stop_typing(conversation))
+        self._drafts[answering] = draft
+        self._group.start_soon(_logged, f"drafting in {conversation}", draft.run)
+        return draft.on_event
+
+    async def typing(self, target: Target) -> None:
+        """Keep "typing…" showing until the reply is sent or the turn ends."""
+        self._stop_typing(target.conversation)
+        if self._group is None or conversation_problem(target.conversation) is not None:
+            return
+        scope = self._typing[target.conversation] = anyio.CancelScope()
+        self._group.start_soon(
+            _logged, f"typing in {target.conversation}", self._keep_typing, target.conversation, scope
+        )
+
+    async def idle(self, target: Target) -> None:
+        self._stop_typing(target.conversation)
+
+    async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
+        """Show the question (an inline keyboard for choices) and wait for the asked user (an owner, when it is
+        nobody's in particular); a typed answer is the host's."""
+        self._stop_typing(target.conversation)
+        return await self.questions.ask(target.conversation, question, choices, target.user)
+
+    async def send_dm(self, user: str, text: str) -> bool:
+        """A private message to `user` (a user id is their private chat's id); False, logged, when it failed."""
+        try:
+            await self.outbox.post(user, text)
+        except DeliveryFailed as failure:
+            logger.warning("telegram: could not message user %s: %s", user, failure)
+            return False
+        return True
+
+    # --- Telegram's side ---
+
+    async def _take(self, update: Update) -> None:
+        if update.callback_query is not None:
+            await self.questions.pressed(update.callback_query)
+        elif (
+            update.message is not None and update.message.from_user is not None and not update.message.from_user.is_bot
+        ):
+            await self._message(update.message, update.message.from_user)
+
+    async def _message(self, message: Message, sender: User) -> None:
+        user = str(sender.id)
+        chat_id = str(message.chat.id)
+        topic = message.message_thread_id if message.is_topic_message else None
+        conversation = f"{chat_id}:{topic}" if topic else chat_id
+        text = message.text or message.caption or ""
+        if message.chat.type == "private":
+            chat: ChatType = "direct"
+            verdict = self.people.direct(user)
+            if verdict == "pair":
+                await self._pair(message, sender)
+            if verdict != "answer":
+                return
+        else:
+            chat = "thread" if topic else "group"
+            group_verdict = self.access.in_group(chat_id, user)
+            addressed, text = self._addressed(message, text)
+            waited_on = self.questions.waiting(conversation, user)
+            if group_verdict == "ignore" or (group_verdict == "if-mentioned" and not (addressed or waited_on)):
+                return
+        text = _command(text, self._me.username if self._me else None)
+        media = await describe(message, self._inbox, self._max_text_bytes)
+        text = "\n\n".join(part for part in (text, media.text) if part)
+        if not text:
+            return
+        target = Target(self.name, conversation, user, reply_to=str(message.message_id))
+        principal = self.people.principal(user, chat, sender.username or sender.full_name)
+        inbound = f"{self.name}:{chat_id}:{message.message_id}"
+        event = Event(
+            "message", text, target, chat=chat, principal=principal, inbound_id=inbound, attachments=media.images
+        )
+        await self._submit(event)
+
+    def _addressed(self, message: Message, text: str) -> tuple[bool, str]:
+        """Whether a group message is meant for the bot (a mention, a reply to it, `/cmd@bot`), and its text without
+        the mention."""
+        me = self._me
+        if me is None:
+            return False, text
+        mention = re.compile(rf"@{re.escape(me.username or str(me.id))}\b", re.IGNORECASE)
+        replied = message.reply_to_message
+        to_me = replied is not None and replied.from_user is not None and replied.from_user.id == me.id
+        if mention.search(text) and not text.startswith("/"):
+            return True, mention.sub("", text).strip()
+        return to_me or bool(mention.search(text)), text
+
+    async def _pair(self, message: Message, sender: User) -> None:
+        """A stranger's private message: their code (the owners hear of a new one), or nothing while they are denied
+        or waiting out the pause after their last code."""
+        user = str(sender.id)
+        outcome = self.people.pairing.request(self.name, user, sender.username or sender.full_name)
+        if isinstance(outcome, Refused):
+            left_min = (outcome.until - time.time()) / 60
+            logger.info("pairing: ignored a message from %s (%s, %.0f min to go)", user, outcome.reason, left_min)
+            return
+        try:
+            await self.outbox.post(
+                str(message.chat.id), PAIRING_TEXT.format(code=outcome.request.code), reply_to=str(message.message_id)
+            )
+        except DeliveryFailed:
+            logger.warning("could not send a pairing code to %s", user)
+        if isinstance(outcome, Issued):
+            await tell_owners(self.send_dm, self.people.owners, outcome, self.name)
+
+    # --- typing ---
+
+    def _stop_typing(self, conversation: str) -> None:
+        scope = self._typing.pop(conversation, None)
+        if scope is not None:
+            scope.cancel()
+
+    async def _keep_typing(self, conversation: str, scope: anyio.CancelScope) -> None:
+        with scope, anyio.move_on_after(TYPING_MAX_S):
+            while True:
+                try:
+                    await self.outbox.typing(conversation)
+                except TelegramError as exc:
+                    logger.info("telegram: typing indicator failed in %s: %s", conversation, exc)
+                await anyio.sleep(TYPING_EVERY_S)
+
+
+def _command(text: str, username: str | None) -> str:
+    """`/new@this_bot args` as the host's `/new args`; a command meant for another bot stays as it is."""
+    found = re.match(r"/(\w+)@(\w+)\b", text)
+    if found is None or username is None or found.group(2).lower() != username.lower():
+        return text
+    return f"/{found.group(1)}{text[found.end() :]}"
+
+
+def _poll_again(error: Exception) -> bool:
+    """getUpdates is tried again after anything but a refused token; a second poller (`Conflict`) is said loudly."""
+    if isinstance(error, Conflict):
+        logger.warning("telegram: another program polls this bot (or a webhook is set): %s", error)
+    return not isinstance(error, InvalidToken) and isinstance(error, TelegramError | OSError)
+
+
+async def _logged(what: str, work: Callable[..., Awaitable[None]], *args: Any) -> None:
+    """A failure of one of the channel's tasks (an update it could not take, a draft, typing) is logged, never the
+    end of the channel and with it of `hermitcrab run`."""
+    try:
+        await work(*args)
+    except Exception:
+        logger.exception("telegram: %s failed", what)
+
+
+async def _forever(what: str, work: Callable[..., Awaitable[None]], *args: Any) -> None:
+    while True:
+        await _logged(what, work, *args)
+        logger.warning("telegram: %s stopped; starting it again in 5 s", what)
+        await anyio.sleep(5.0)

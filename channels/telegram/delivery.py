@@ -1,0 +1,143 @@
+"""Outbound Bot API calls, each counted only once Telegram confirmed it.
+
+A reply is cut into 4,096-character parts on line boundaries (`channels/split.py`, code blocks closed and reopened)
+and each part sent as HTML (`markup.py`); the first answers the user's message. A 5xx, a network error or a 429 is
+tried again (after Telegram's `retry_after` for a 429) with util/retry.py; a part that still fails raises
+`DeliveryFailed`. Should Telegram refuse the HTML itself, the part goes as plain text rather than not at all.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
+from telegram.constants import ChatAction, ParseMode
+from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter, TelegramError
+
+from hermitcrab.channels.split import split_message
+from hermitcrab.util.retry import Backoff, retrying
+
+from .markup import to_html
+
+LIMIT = 4096
+"""Characters in one Telegram message (counted after its HTML is parsed)."""
+SEND_BACKOFF = Backoff(attempts=4, first_s=0.5, max_s=30.0)
+_CONVERSATION = re.compile(r"-?\d{1,20}(?::\d{1,12})?")
+_T = TypeVar("_T")
+
+
+class DeliveryFailed(Exception):
+    """A call Telegram did not confirm, even after retries: never claimed as delivered."""
+
+
+@dataclass(frozen=True)
+class Chat:
+    """A conversation: a chat id, and the forum topic inside it (`<chat>:<topic>`) for a thread."""
+
+    chat_id: int
+    topic: int | None = None
+
+    @classmethod
+    def of(cls, conversation: str) -> Chat:
+        if (problem := conversation_problem(conversation)) is not None:
+            raise DeliveryFailed(problem)
+        chat, _, topic = conversation.partition(":")
+        return cls(int(chat), int(topic) if topic else None)
+
+
+def conversation_problem(to: str) -> str | None:
+    """Why `to` cannot be a Telegram conversation, or None for a chat id (with a topic, `<chat>:<topic>`)."""
+    return None if _CONVERSATION.fullmatch(to) else f"delivery.to: {to!r} is not a Telegram chat id"
+
+
+def _retry_wait(error: Exception) -> bool | float:
+    """Another try after a 429 (in Telegram's own time), a 5xx or a network error; never after a refusal."""
+    if isinstance(error, RetryAfter):
+        wait = error.retry_after
+        return wait.total_seconds() if isinstance(wait, dt.timedelta) else float(wait)
+    return isinstance(error, NetworkError | TimeoutError | OSError) and not isinstance(error, BadRequest)
+
+
+async def confirmed(what: str, call: Callable[[], Awaitable[_T]]) -> _T:
+    """`call`'s result once Telegram confirmed it; anything still failing is a `DeliveryFailed` saying why."""
+    try:
+        return await retrying(what, call, _retry_wait, SEND_BACKOFF)
+    except (Forbidden, InvalidToken) as exc:
+        raise DeliveryFailed(f"refused by Telegram: {exc.message}"[:200]) from exc
+    except (TelegramError, OSError, TimeoutError) as exc:
+        raise DeliveryFailed(f"{type(exc).__name__}: {exc}"[:200]) from exc
+
+
+class Outbox:
+    """Sends, edits and deletes for one bot."""
+
+    def __init__(self, bot: Bot) -> None:
+        self.bot = bot
+
+    async def post(
+        self, conversation: str, text: str, *, reply_to: str | None = None, keyboard: InlineKeyboardMarkup | None = None
+    ) -> Message | None:
+        """Send `text` in parts (the keyboard under the last, the first answering `reply_to`); the last message."""
+        parts = split_message(text, LIMIT)
+        sent: Message | None = None
+        for number, part in enumerate(parts, start=1):
+            last = number == len(parts)
+            try:
+                sent = await self.post_one(conversation, part, reply_to=reply_to, keyboard=keyboard if last else None)
+            except DeliveryFailed as failure:
+                raise DeliveryFailed(f"{failure}; part {number} of {len(parts)} is missing") from failure
+            reply_to = None
+        return sent
+
+    async def post_one(
+        self, conversation: str, text: str, *, reply_to: str | None = None, keyboard: InlineKeyboardMarkup | None = None
+    ) -> Message:
+        chat = Chat.of(conversation)
+        answering = (
+            ReplyParameters(int(reply_to), allow_sending_without_reply=True) if (reply_to or "").isdigit() else None
+        )
+
+        async def send(body: str, mode: str | None) -> Message:
+            return await self.bot.send_message(
+                chat.chat_id,
+                body,
+                parse_mode=mode,
+                message_thread_id=chat.topic,
+                reply_parameters=answering,
+                reply_markup=keyboard,
+            )
+
+        return await self._as_html("a Telegram send", text, send)
+
+    async def edit(self, conversation: str, message_id: int, text: str) -> None:
+        chat = Chat.of(conversation)
+
+        async def edit(body: str, mode: str | None) -> object:
+            return await self.bot.edit_message_text(body, chat.chat_id, message_id, parse_mode=mode)
+
+        await self._as_html("a Telegram edit", text, edit)
+
+    async def delete(self, conversation: str, message_id: int) -> None:
+        chat = Chat.of(conversation)
+        await confirmed("a Telegram delete", lambda: self.bot.delete_message(chat.chat_id, message_id))
+
+    async def typing(self, conversation: str) -> None:
+        chat = Chat.of(conversation)
+        await self.bot.send_chat_action(chat.chat_id, ChatAction.TYPING, message_thread_id=chat.topic)
+
+    async def _as_html(self, what: str, text: str, call: Callable[[str, str | None], Awaitable[_T]]) -> _T:
+        try:
+            return await confirmed(what, lambda: call(to_html(text), ParseMode.HTML))
+        except DeliveryFailed as failure:
+            if not _unparsable(failure):
+                raise
+        return await confirmed(what, lambda: call(text, None))
+
+
+def _unparsable(failure: DeliveryFailed) -> bool:
+    cause = failure.__cause__
+    return isinstance(cause, BadRequest) and "parse entities" in cause.message.lower()
