@@ -18,7 +18,7 @@ import logging
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from jsonschema.exceptions import SchemaError
@@ -113,10 +113,9 @@ class ElicitationHandler:
         calls = list(self._calls)
         if calls and any(call.asker != calls[0].asker for call in calls):
             logger.warning(
-                "declined a question of the %s server: calls from %d conversations are in flight and its protocol "
-                "era does not say which one it is for",
+                "declined a question of the %s server: calls from several conversations are in flight and its "
+                "protocol era does not say which one it is for",
                 self.server,
-                len({id(call.asker) for call in calls}),
             )
             return []
         return calls
@@ -128,9 +127,11 @@ class ElicitationHandler:
             reason = exc.message if isinstance(exc, SchemaError) else str(exc)  # not the whole metaschema path
             logger.warning("declined a form of the %s server nobody can fill in: %s", self.server, reason)
             return types.ElicitResult(action="decline")
+        content: dict[str, Any] = {}  # an empty form accepted is an empty content, which the schema checks too
         if not form.fields:
-            return await self._go_on(asker, self._question(params.message, _GO_ON.fields[0], (1, 1)))
-        content: dict[str, Any] = {}
+            action = await self._go_on(asker, self._question(params.message, _GO_ON.fields[0], (1, 1)))
+            if action != "accept":
+                return types.ElicitResult(action=action)
         for index, field in enumerate(form.fields, 1):
             reading = await self._ask_field(
                 asker, self._question(params.message, field, (index, len(form.fields))), field
@@ -156,14 +157,13 @@ class ElicitationHandler:
             f"{quoted(self.server, params.message)}\nIt asks you to open this address in your browser yourself, on "
             f"{shown(address.hostname, whole=True)}:\n{shown(params.url, whole=True)}\n{_GO_ON.fields[0].hint()}"
         )
-        return await self._go_on(asker, question)
+        return types.ElicitResult(action=await self._go_on(asker, question))
 
-    async def _go_on(self, asker: Asker, question: str) -> types.ElicitResult:
+    async def _go_on(self, asker: Asker, question: str) -> Literal["accept", "decline", "cancel"]:
         reading = await self._ask_field(asker, question, _GO_ON.fields[0])
         if isinstance(reading, Ended):
-            return types.ElicitResult(action=reading.action)
-        accepted = isinstance(reading, Accepted) and reading.value == "accept"
-        return types.ElicitResult(action="accept" if accepted else "decline")
+            return reading.action
+        return "accept" if isinstance(reading, Accepted) and reading.value == "accept" else "decline"
 
     async def _ask_field(self, asker: Asker, question: str, field: Field) -> Accepted | Skipped | Ended:
         """Ask for one field until an answer fits, at most `MAX_TRIES` times; then the form is declined."""

@@ -7,6 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
+import anyio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator, FormatChecker
 from mcp import types
 
 from hermitcrab.host.mcp.elicitation import ElicitationHandler, current_asker, quoted
@@ -258,7 +262,7 @@ async def test_a_form_without_fields_asks_whether_to_go_on():
     accepted, person = await fill({"type": "object", "properties": {}}, "1")
     refused, _ = await fill({"type": "object", "properties": {}}, "whatever", "", "ok")
 
-    assert accepted.action == "accept" and person.asked[0][1] == ["accept", "decline"]
+    assert (accepted.action, accepted.content) == ("accept", {}) and person.asked[0][1] == ["accept", "decline"]
     assert refused.action == "decline"
 
 
@@ -295,6 +299,58 @@ async def test_an_address_to_open_is_shown_whole_with_its_host_and_only_consent_
     ]
     assert (opened.action, opened.content) == ("accept", None)
     assert [refused.action, script.action] == ["decline", "decline"] and nobody.asked == []
+
+
+JUNK = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+)
+KEYWORDS = {
+    "default": JUNK,
+    "minimum": st.integers(-5, 5) | JUNK,
+    "maxLength": st.integers(0, 4) | JUNK,
+    "format": st.sampled_from(["email", "uri", "date", "date-time", "color"]),
+    "enum": st.lists(st.text(max_size=4) | JUNK, max_size=3),
+    "items": st.fixed_dictionaries({"enum": st.lists(st.text(max_size=4), min_size=1, max_size=3)}),
+    "title": JUNK,
+}
+FIELD = (
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["string", "integer", "number", "boolean", "array", "object"])}, optional=KEYWORDS
+    )
+    | JUNK
+)
+SCHEMA = st.fixed_dictionaries(
+    {"type": st.just("object"), "properties": st.dictionaries(st.text(min_size=1, max_size=4), FIELD, max_size=3)},
+    optional={"required": st.lists(st.text(max_size=4), max_size=3) | JUNK},
+)
+ANSWER = (
+    st.none() | st.text(max_size=12) | st.sampled_from(["", "default", "skip", "1", "30", "yes", "2026-01-01", "a@b.c"])
+)
+
+
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(schema=SCHEMA, answers=st.lists(ANSWER, min_size=10, max_size=10))
+def test_no_schema_or_answer_breaks_the_handler_and_what_it_accepts_fits_the_schema(
+    schema: dict[str, Any], answers: list[str | None]
+):
+    """Whatever a server asks for and a person types: an answer of the protocol's, and accepted content that the
+    server's own schema takes."""
+    person = Person(*answers, *[None] * 10)  # a form of 3 fields asks at most 9 questions
+
+    async def ask() -> types.ElicitResult | types.ErrorData:
+        handler = ElicitationHandler("kit")
+        current_asker.set(person)
+        with handler.calling():
+            return await handler(cast(Any, None), types.ElicitRequestFormParams(message="m", requested_schema=schema))
+
+    result = anyio.run(ask)
+
+    assert isinstance(result, types.ElicitResult)
+    if result.action == "accept":
+        assert result.content is not None
+        assert list(Draft202012Validator(schema, format_checker=FormatChecker()).iter_errors(result.content)) == []
 
 
 def test_answers_match_a_choice_by_name_unique_prefix_or_number():
