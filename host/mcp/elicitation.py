@@ -155,7 +155,8 @@ class ElicitationHandler:
             return types.ElicitResult(action="decline")
         question = (
             f"{quoted(self.server, params.message)}\nIt asks you to open this address in your browser yourself, on "
-            f"{shown(address.hostname, whole=True)}:\n{shown(params.url, whole=True)}\n{_GO_ON.fields[0].hint()}"
+            f"{shown(_ascii_host(address.hostname), whole=True)}:\n{shown(params.url, whole=True)}\n"
+            f"{_GO_ON.fields[0].hint()}"
         )
         return types.ElicitResult(action=await self._go_on(asker, question))
 
@@ -187,3 +188,12 @@ class ElicitationHandler:
             heading = field.title + (f" ({index} of {count})" if count > 1 else "")
             message = f"{message}\n\n{heading}" + (f": {field.description}" if field.description else "")
         return f"{quoted(self.server, message)}\n{field.hint()}"
+
+
+def _ascii_host(host: str) -> str:
+    """A host as its ASCII (punycode) name, so a look-alike letter from another script shows (`xn--pple-43d.com`
+    is not apple.com)."""
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host

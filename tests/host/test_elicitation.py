@@ -301,6 +301,15 @@ async def test_an_address_to_open_is_shown_whole_with_its_host_and_only_consent_
     assert [refused.action, script.action] == ["decline", "decline"] and nobody.asked == []
 
 
+async def test_an_address_on_a_look_alike_host_shows_the_hosts_ascii_name():
+    lookalike = "https://\u0430pple.com/login"  # a Cyrillic a
+    _, person = await elicit(
+        types.ElicitRequestURLParams(message="Sign in", url=lookalike, elicitation_id="e1"), "decline"
+    )
+
+    assert "yourself, on `xn--pple-43d.com`:" in person.questions[0]
+
+
 JUNK = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
