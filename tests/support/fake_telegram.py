@@ -34,8 +34,11 @@ OWNER = 1001
 STRANGER = 1002
 GROUP = -1009000
 Json = dict[str, Any]
-_INTS = frozenset({"chat_id", "message_id", "offset", "timeout", "message_thread_id", "limit"})
-_JSON = frozenset({"reply_markup", "reply_parameters", "allowed_updates", "commands", "link_preview_options"})
+_DECODED = frozenset(
+    {"chat_id", "message_id", "offset", "timeout", "message_thread_id", "limit", "show_alert"}
+    | {"reply_markup", "reply_parameters", "allowed_updates", "commands", "link_preview_options"}
+)
+"""Parameters sent as JSON text in a form: numbers, flags and nested objects."""
 
 
 class _Visible(HTMLParser):
@@ -317,8 +320,7 @@ async def _params(request: web.Request) -> Json:
     else:
         raw = {key: value for key, value in (await request.post()).items() if isinstance(value, str)}
     return {
-        key: json.loads(value) if isinstance(value, str) and key in _INTS | _JSON else value
-        for key, value in raw.items()
+        key: json.loads(value) if isinstance(value, str) and key in _DECODED else value for key, value in raw.items()
     }
 
 
