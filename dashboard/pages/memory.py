@@ -100,7 +100,8 @@ async def view(request: Request) -> Response:
     lines = file.text.splitlines()
     first = _number(request.query_params.get("line"), 1)
     last = max(first, _number(request.query_params.get("to"), first))
-    start = max(1, min(first - 20, len(lines) - SHOWN_LINES + 1)) if len(lines) > SHOWN_LINES else 1
+    latest = max(1, len(lines) - SHOWN_LINES + 1)  # the start of the last window
+    start = max(1, min(_number(request.query_params.get("from"), first - 20), latest))
     window = lines[start - 1 : start - 1 + SHOWN_LINES]
     return page(
         request,
@@ -111,11 +112,16 @@ async def view(request: Request) -> Response:
         numbered=list(enumerate(window, start)),
         marked=(first, last) if "line" in request.query_params else None,
         total=len(lines),
-        earlier=file_url(rel, max(1, start - SHOWN_LINES)) if start > 1 else None,
-        later=file_url(rel, start + SHOWN_LINES) if start + SHOWN_LINES <= len(lines) else None,
+        earlier=_window_url(rel, max(1, start - SHOWN_LINES)) if start > 1 else None,
+        later=_window_url(rel, start + SHOWN_LINES) if start + SHOWN_LINES <= len(lines) else None,
         edit_url=f"{PATH}/edit?{urlencode({'path': rel})}",
         why_not=None if file.editable else memory_files.why_not_editable(file),
     )
+
+
+def _window_url(rel: str, start: int) -> str:
+    """The file view's lines from `start` on, none marked."""
+    return f"{PATH}/file?{urlencode({'path': rel, 'from': start})}"
 
 
 def _number(text: str | None, default: int) -> int:

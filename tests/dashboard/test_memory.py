@@ -1,12 +1,13 @@
 """The Memory page on a real run with the real memory server: the file tree, a file edited in the page and found by
-the server's own search at its line, an edit of a file the agent wrote to meanwhile kept and not saved over it, and
-paths that lead out of the workspace's memory refused."""
+the server's own search at its line, an edit of a file the agent wrote to meanwhile kept and not saved over it, a long
+file shown a window at a time, and paths that lead out of the workspace's memory refused."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.support.dashboard import DashboardRun, chromium, dashboard_run, logged_in, own_server, serious_violations
@@ -105,3 +106,15 @@ def test_paths_out_of_the_workspace_memory_are_refused(run: DashboardRun, tmp_pa
         assert refused.status == 400 and "symbolic link" in refused.text()
         assert serious_violations(page) == []
     assert secret.read_text() == "the bank PIN\n"
+
+
+def test_a_long_file_is_shown_a_window_at_a_time_around_the_line_asked_for(run: DashboardRun):
+    lines = [f"- note {number}" for number in range(1, 2501)]
+    (run.home / "workspace" / "memory" / "long.md").write_text("\n".join(lines) + "\n")
+    with httpx.Client(base_url=run.url) as client:
+        client.get(run.login_link(), follow_redirects=True)
+        around = client.get("/memory/file", params={"path": "memory/long.md", "line": 2400})
+        earlier = client.get("/memory/file", params={"path": "memory/long.md", "from": 0})
+    assert "Showing lines 1501 to 2500 of 2500." in around.text and "<mark>- note 2400</mark>" in around.text
+    assert "from=501" in around.text and "Later lines" not in around.text
+    assert "Showing lines 1 to 1000 of 2500." in earlier.text and "<mark>" not in earlier.text
