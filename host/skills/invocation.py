@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from .catalog import Catalog, Skill
 logger = logging.getLogger(__name__)
 SPAWN_TOOL = "sessions_spawn"
 ARGUMENTS = "$ARGUMENTS"
+COMMAND_WORD = re.compile(r"/[\w.-]+(:[\w.-]+)?")
+"""`/name` or `/server:prompt`; a path such as `/usr/bin` (a second slash) is an ordinary message."""
 
 
 @dataclass(frozen=True)
@@ -31,19 +34,23 @@ class Invoked:
 
 
 async def invoke(text: str, catalog: Catalog, pool: McpPool | None, session_key: str) -> Invoked | None:
-    """What `text` invokes, or None when it is an ordinary message."""
-    word, _, args = text.strip().partition(" ")
-    if not word.startswith("/") or len(word) < 2:
+    """What `text` invokes, or None when it is an ordinary message.
+
+    A slash word that names nothing is answered without a turn: sent to the model it would be read as a request
+    and answered by a guess at what the user meant."""
+    words = text.split(maxsplit=1)
+    if not words or not COMMAND_WORD.fullmatch(words[0]):
         return None
-    name, args = word[1:], args.strip()
+    word, args = words[0], words[1].strip() if len(words) > 1 else ""
+    name = word[1:]
     if ":" in name:
         server, _, prompt = name.partition(":")
         handle = pool.handles.get(server) if pool else None
         found = next((p for p in handle.prompts if p.name == prompt), None) if handle else None
-        return await _run_prompt(handle, found, args) if handle and found else None
+        return await _run_prompt(handle, found, args) if handle and found else Invoked(reply=_unknown(word))
     skill = catalog.get(name)
     if skill is None or not skill.user_invocable:
-        return None
+        return Invoked(reply=_not_offered(word, catalog))
     message = skill_message(skill, args)
     spawn = _spawn_tool(pool)
     if skill.fork and pool is not None and spawn is not None:
@@ -53,6 +60,21 @@ async def invoke(text: str, catalog: Catalog, pool: McpPool | None, session_key:
         run = _run_id(outcome.text)
         return Invoked(reply=f"Started the skill {skill.name} as a sub-agent{run}; its result will come here.")
     return Invoked(message=message)
+
+
+def _unknown(word: str) -> str:
+    return f"Unknown command {word}, see /help."
+
+
+def _not_offered(word: str, catalog: Catalog) -> str:
+    """Why `/name` runs nothing: a skill left out says why, one that is no command says so."""
+    name = word[1:]
+    left_out = next((item for item in catalog.left_out if item.name == name), None)
+    if left_out is not None:
+        return f"The skill {name} is left out: {left_out.reason}. /skills lists the skills."
+    if any(skill.name == name for skill in catalog.skills):
+        return f"The skill {name} is not a command (its SKILL.md says user-invocable: false)."
+    return _unknown(word)
 
 
 def skill_message(skill: Skill, args: str) -> str:

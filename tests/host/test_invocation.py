@@ -63,6 +63,25 @@ async def test_an_unknown_slash_word_is_an_ordinary_message(tmp_path: Path):
     assert provider.seen[0]["messages"][-1].content == "/usr/bin is a folder"
 
 
+async def test_a_slash_word_naming_nothing_is_answered_without_a_model_call(tmp_path: Path):
+    settings = make_settings(tmp_path)
+    folder = settings.workspace / "skills" / "deploy"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(
+        "---\nname: deploy\ndescription: Ship it.\nrequires: {env: [DEPLOY_TOKEN]}\n---\nDeploy.\n"
+    )
+    provider = ScriptedProvider()
+
+    unknown = await process(settings, provider, None, Event("message", "/nosuchskill foo", ROOM, principal=OWNER))
+    left_out = await process(settings, provider, None, Event("message", "/deploy now", ROOM, principal=OWNER))
+    no_server = await process(settings, provider, None, Event("message", "/kit:greet", ROOM, principal=OWNER))
+
+    assert unknown.texts == ["Unknown command /nosuchskill, see /help."]
+    assert left_out.texts[0].startswith("The skill deploy is left out:") and "DEPLOY_TOKEN" in left_out.texts[0]
+    assert no_server.texts == ["Unknown command /kit:greet, see /help."]
+    assert provider.seen == []
+
+
 async def test_a_server_prompt_runs_as_a_command_with_its_arguments(tmp_path: Path):
     kit = ServerConfig("kit", command=sys.executable, args=(TEST_SERVER,))
     settings = make_settings(tmp_path, kit)
