@@ -79,7 +79,7 @@ class CheckedBodies:
         errors = [error for _, error in verdicts if error is not None]
         valid = [cast(dict[str, Any], item) for item, error in verdicts if error is None]
         requests = [item for item in valid if "method" in item and "id" in item]
-        for message in (item for item in valid if item not in requests):
+        for message in (item for item in valid if not ("method" in item and "id" in item)):
             replies = await _collect(self.app, scope, message, receive)
             if replies and replies[0].get("status", 500) >= 400:
                 for reply in replies:
@@ -120,7 +120,10 @@ class _Merged:
         await self._send(reply)
 
     async def event(self, chunk: bytes) -> None:
+        """One SSE event of the merged stream; dropped once a refusal answers the batch instead."""
         async with self._lock:
+            if self.refused:
+                return
             await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
 
     async def finish(self, errors: list[dict[str, Any]]) -> None:

@@ -317,3 +317,25 @@ def test_a_batch_after_2025_03_26_is_refused_in_one_line(http_peer: HttpPeer, er
         "code": -32600,
         "message": f"Invalid request: protocol version {era} has no JSON-RPC batches; post each message on its own",
     }
+
+
+@pytest.mark.parametrize(
+    ("batch", "reason"),
+    [
+        ([], "the batch is empty"),
+        (
+            [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}],
+            "initialize must not be part of a JSON-RPC batch",
+        ),
+    ],
+    ids=["empty", "initialize"],
+)
+def test_a_batch_under_2025_03_26_that_the_version_forbids_is_refused(
+    http_peer: HttpPeer, batch: list[dict[str, Any]], reason: str
+):
+    _, headers = http_peer.session("2025-03-26")
+
+    refused = http_peer.post(batch, headers)
+
+    assert refused.status_code == 400
+    assert refused.json()["error"] == {"code": -32600, "message": f"Invalid request: {reason}"}
