@@ -315,6 +315,9 @@ def _server_check(handle: ServerHandle) -> Check:
     if handle.ready:
         listed = ", ".join(tool.name for tool in handle.tools)[:120]
         return Check("mcp", handle.config.name, True, f"{len(handle.tools)} tools: {listed}")
+    if handle.login_required is not None:
+        waiting = f"waiting for a login: {handle.login_required}; a running host connects once one is stored"
+        return Check("mcp", handle.config.name, False, waiting)
     error = handle.last_error or "timed out"
     if "FileNotFoundError" in error:
         fix = f"fix: install {handle.config.command!r} or correct its `command` path"

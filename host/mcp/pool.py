@@ -109,6 +109,11 @@ class ServerHandle:
         return self._client is not None
 
     @property
+    def login_required(self) -> LoginRequired | None:
+        """Why the last start failed when only a person can fix it (an OAuth login); the handle waits for one."""
+        return self._login_required
+
+    @property
     def state(self) -> str:
         """A few words for `/status` and `doctor`: up, restarting (and why), or given up on (and why)."""
         if self.ready:

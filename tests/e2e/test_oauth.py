@@ -107,7 +107,8 @@ def test_a_revoked_login_asks_for_a_new_one_by_name(hermitcrab, llm, log_in, rem
 
     assert doctor.returncode == 1
     row = next(line for line in doctor.stdout.splitlines() if "mcp" in line and "remote" in line)
-    assert "needs an OAuth login" in row and "hermitcrab mcp login remote" in row
+    assert "FAIL" in row and "waiting for a login: MCP server 'remote' needs an OAuth login" in row
+    assert "run `hermitcrab mcp login remote`; a running host connects once one is stored" in row
     assert remote.stats()["code_grants"] == 1  # nobody was sent to a browser
 
 
@@ -118,6 +119,19 @@ def test_without_a_login_status_and_doctor_say_which_command_logs_in(hermitcrab,
     assert status.stdout == "remote: not logged in: run `hermitcrab mcp login remote`\n"
     oauth_row = next(line for line in doctor.stdout.splitlines() if "oauth" in line)
     assert "FAIL" in oauth_row and "hermitcrab mcp login remote" in oauth_row
+
+
+def test_a_host_without_the_login_answers_anyway_and_says_how_to_log_in(hermitcrab, llm, remote, remote_config):
+    llm.enqueue(openai_text("Hello without the remote tools."))
+
+    answered = hermitcrab("ask", "--mcp-config", str(remote_config), "Hi")
+
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout == "Hello without the remote tools.\n"
+    assert "run `hermitcrab mcp login remote`" in answered.stderr
+    offered = [tool["function"]["name"] for tool in llm.requests[0]["tools"]]
+    assert "add" not in offered  # the server's tools are left out until it is logged in
+    assert remote.stats()["code_grants"] == 0
 
 
 def test_logout_deletes_the_login(hermitcrab, log_in, remote_config, hermitcrab_home):
