@@ -99,7 +99,6 @@ class TelegramChannel:
         self.outbox = Outbox(bot)
         self.questions = Questions(self.outbox, access.people.owners)
         self._group: TaskGroup | None = None
-        self._me: User | None = None
         self._ready = anyio.Event()
         self._typing: dict[str, anyio.CancelScope] = {}
         self._drafts: dict[str, Draft] = {}
@@ -108,29 +107,34 @@ class TelegramChannel:
         """Log in (getMe; an unreachable Telegram is retried, never holding up the host), register the commands,
         then poll for updates until cancelled. A refused token raises LoginRefused."""
         task_status.started()
-        async with anyio.create_task_group() as group:
-            self._group = group
-            self._me = await self._login()
-            try:
-                await self.bot.set_my_commands([BotCommand(name, text) for name, text in COMMANDS.items()])
-            except TelegramError as exc:  # typed commands still work
-                logger.warning("telegram: could not register the bot commands: %s", exc)
-            logger.info("telegram: connected as @%s", self._me.username)
-            self._ready.set()
-            group.start_soon(
-                _forever, "announcing approvals", announce_approvals, self.send_dm, self.people.pairing, self.name
-            )
-            await self._poll()
+        try:
+            async with anyio.create_task_group() as group:
+                self._group = group
+                await self._login()
+                try:
+                    await self.bot.set_my_commands([BotCommand(name, text) for name, text in COMMANDS.items()])
+                except TelegramError as exc:  # typed commands still work
+                    logger.warning("telegram: could not register the bot commands: %s", exc)
+                logger.info("telegram: connected as @%s", self.bot.username)
+                self._ready.set()
+                group.start_soon(
+                    _forever, "announcing approvals", announce_approvals, self.send_dm, self.people.pairing, self.name
+                )
+                await self._poll()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self.bot.shutdown()  # its HTTP connections
 
     @property
     def people(self) -> People:
         return self.access.people
 
-    async def _login(self) -> User:
+    async def _login(self) -> None:
+        """`initialize` asks getMe who the bot is (its username is how a group mentions it)."""
         try:
-            return await retrying(
+            await retrying(
                 "telegram: logging in",
-                self.bot.get_me,
+                self.bot.initialize,
                 lambda error: not isinstance(error, InvalidToken),
                 POLL_BACKOFF,
                 level=logging.WARNING,
@@ -195,7 +199,7 @@ class TelegramChannel:
         answering = target.reply_to or ""
         if self._group is None or not answering.isdigit() or conversation_problem(target.conversation) is not None:
             return None
-        mode = self._stream if not target.conversation.startswith("-") else self._stream_in_groups
+        mode = self._stream_in_groups if target.conversation.startswith("-") else self._stream  # groups' ids are < 0
         if mode == "off":
             return None
         conversation = target.conversation
@@ -248,21 +252,10 @@ class TelegramChannel:
         topic = message.message_thread_id if message.is_topic_message else None
         conversation = f"{chat_id}:{topic}" if topic else chat_id
         text = message.text or message.caption or ""
-        if message.chat.type == "private":
-            chat: ChatType = "direct"
-            verdict = self.people.direct(user)
-            if verdict == "pair":
-                await self._pair(message, sender)
-            if verdict != "answer":
-                return
-        else:
-            chat = "thread" if topic else "group"
-            group_verdict = self.access.in_group(chat_id, user)
-            addressed, text = self._addressed(message, text)
-            waited_on = self.questions.waiting(conversation, user)
-            if group_verdict == "ignore" or (group_verdict == "if-mentioned" and not (addressed or waited_on)):
-                return
-        text = _command(text, self._me.username if self._me else None)
+        chat = await self._admit(message, sender, conversation, text)
+        if chat is None:
+            return
+        text = self._mention.sub("", text).strip()  # `@bot hi` is "hi", `/new@bot` the command `/new`
         media = await describe(message, self._inbox, self._max_text_bytes)
         text = "\n\n".join(part for part in (text, media.text) if part)
         if not text:
@@ -275,18 +268,30 @@ class TelegramChannel:
         )
         await self._submit(event)
 
-    def _addressed(self, message: Message, text: str) -> tuple[bool, str]:
-        """Whether a group message is meant for the bot (a mention, a reply to it, `/cmd@bot`), and its text without
-        the mention."""
-        me = self._me
-        if me is None:
-            return False, text
-        mention = re.compile(rf"@{re.escape(me.username or str(me.id))}\b", re.IGNORECASE)
+    async def _admit(self, message: Message, sender: User, conversation: str, text: str) -> ChatType | None:
+        """How the host should route the message, or None when it must not reach the agent."""
+        user = str(sender.id)
+        if message.chat.type == "private":
+            verdict = self.people.direct(user)
+            if verdict == "pair":
+                await self._pair(message, sender)
+            return "direct" if verdict == "answer" else None
+        in_group = self.access.in_group(str(message.chat.id), user)
+        addressed = self._mentioned(text) or self._replied_to(message) or self.questions.waiting(conversation, user)
+        if in_group == "ignore" or (in_group == "if-mentioned" and not addressed):
+            return None
+        return "thread" if ":" in conversation else "group"
+
+    @property
+    def _mention(self) -> re.Pattern[str]:
+        return re.compile(rf"@{re.escape(self.bot.username)}\b", re.IGNORECASE)
+
+    def _mentioned(self, text: str) -> bool:
+        return self._mention.search(text) is not None
+
+    def _replied_to(self, message: Message) -> bool:
         replied = message.reply_to_message
-        to_me = replied is not None and replied.from_user is not None and replied.from_user.id == me.id
-        if mention.search(text) and not text.startswith("/"):
-            return True, mention.sub("", text).strip()
-        return to_me or bool(mention.search(text)), text
+        return replied is not None and replied.from_user is not None and replied.from_user.id == self.bot.id
 
     async def _pair(self, message: Message, sender: User) -> None:
         """A stranger's private message: their code (the owners hear of a new one), or nothing while they are denied
@@ -321,14 +326,6 @@ class TelegramChannel:
                 except TelegramError as exc:
                     logger.info("telegram: typing indicator failed in %s: %s", conversation, exc)
                 await anyio.sleep(TYPING_EVERY_S)
-
-
-def _command(text: str, username: str | None) -> str:
-    """`/new@this_bot args` as the host's `/new args`; a command meant for another bot stays as it is."""
-    found = re.match(r"/(\w+)@(\w+)\b", text)
-    if found is None or username is None or found.group(2).lower() != username.lower():
-        return text
-    return f"/{found.group(1)}{text[found.end() :]}"
 
 
 def _poll_again(error: Exception) -> bool:
