@@ -13,6 +13,8 @@ from typing import Annotated
 import anyio
 import typer
 
+from hermitcrab.util.text import escape_controls
+
 from ..config import ServerConfig, Settings, load_settings
 from ..errors import ConfigError
 from ..mcp.oauth import LoginFile, log_in, login_state
@@ -43,7 +45,8 @@ def login(
 
 async def _log_in(settings: Settings, config: ServerConfig, open_browser: bool, timeout_s: float) -> int:
     async def show(url: str) -> None:
-        typer.echo(f"Open this address in a browser to log in to {config.name}:\n\n  {url}\n")
+        # The address comes from the server's metadata: shown with any control characters escaped
+        typer.echo(f"Open this address in a browser to log in to {config.name}:\n\n  {escape_controls(url)}\n")
         typer.echo(f"Waiting up to {timeout_s:g} s for the browser to come back ...")
         if open_browser:  # in a thread of its own: a browser started in the foreground returns only when closed
             threading.Thread(target=_open, args=(url,), daemon=True).start()
