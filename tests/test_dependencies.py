@@ -22,12 +22,12 @@ PACKAGE_FOLDERS = ("host", "install", "util", "servers", "channels", "workspace"
 
 
 def part_of(path: Path) -> str:
-    """The extra a module belongs to: its server's name, "discord" for that channel, else "core"."""
+    """The extra a module belongs to: its server's name, "discord" or "telegram" for that channel, else "core"."""
     parts = path.relative_to(ROOT).parts
     if parts[0] == "servers" and len(parts) > 2 and parts[1] != "_common":
         return parts[1]
-    if parts[:2] == ("channels", "discord"):
-        return "discord"
+    if parts[:2] in (("channels", "discord"), ("channels", "telegram")):
+        return parts[1]
     return "core"
 
 

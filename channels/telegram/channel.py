@@ -24,6 +24,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from telegram import Bot, BotCommand, Message, Update, User
 from telegram.error import Conflict, InvalidToken, TelegramError
+from telegram.request import HTTPXRequest
 
 from hermitcrab.channels.access import People
 from hermitcrab.channels.pairing import Issued, Refused
@@ -59,6 +60,23 @@ TYPING_EVERY_S = 4.0  # Telegram shows "typing…" for 5 s per action
 TYPING_MAX_S = 600.0
 TOKEN_HELP = "check [telegram] token or TELEGRAM_BOT_TOKEN (from @BotFather)"
 UPDATES = ["message", "callback_query"]
+
+
+API_BASE = "https://api.telegram.org"
+CONNECTIONS = 16
+"""Concurrent Bot API requests besides the long poll: typing, drafts and replies in several chats at once (the
+library's default is one, which would queue a reply behind a typing action)."""
+
+
+def make_bot(token: str, api_base: str | None) -> Bot:
+    """A Bot API client for `token` at `api_base` (a self-hosted Bot API server's root, a test's; else Telegram's)."""
+    base = (api_base or API_BASE).rstrip("/")
+    return Bot(
+        token,
+        base_url=f"{base}/bot",
+        base_file_url=f"{base}/file/bot",
+        request=HTTPXRequest(connection_pool_size=CONNECTIONS),
+    )
 
 
 class LoginRefused(Exception):

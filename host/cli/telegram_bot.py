@@ -17,30 +17,11 @@ from ..errors import ConfigError
 from ..gateway.gateway import Gateway
 
 try:
-    from telegram import Bot
-    from telegram.request import HTTPXRequest
-
-    from hermitcrab.channels.telegram import LoginRefused, TelegramAccess, TelegramChannel
+    from hermitcrab.channels.telegram import LoginRefused, TelegramAccess, TelegramChannel, make_bot
 except ModuleNotFoundError as missing:  # a core install: python-telegram-bot comes with the telegram extra
     raise ConfigError(
         "a Telegram bot token is configured but the telegram extra is not installed: pip install 'hermitcrab[telegram]'"
     ) from missing
-
-API_BASE = "https://api.telegram.org"
-CONNECTIONS = 16
-"""Concurrent Bot API requests besides the long poll: typing, drafts and replies in several chats at once (the
-library's default is one, which would queue a reply behind a typing action)."""
-
-
-def make_bot(token: str, api_base: str | None) -> Bot:
-    """A Bot API client for `token` at `api_base` (a self-hosted Bot API server's root, a test's; else Telegram's)."""
-    base = (api_base or API_BASE).rstrip("/")
-    return Bot(
-        token,
-        base_url=f"{base}/bot",
-        base_file_url=f"{base}/file/bot",
-        request=HTTPXRequest(connection_pool_size=CONNECTIONS),
-    )
 
 
 async def start(token: str, settings: Settings, gateway: Gateway, group: TaskGroup) -> None:
