@@ -22,6 +22,8 @@ from tests.support.conformance_runs import (
     NODE,
     REVISIONS,
     SUITE,
+    Check,
+    Expected,
     Results,
     judge,
     launch_command,
@@ -71,3 +73,20 @@ async def test_conformance_suite_fails_only_as_expected(tmp_path: Path):
     assert not missing, "\n".join(missing)
     problems = judge(results, load_expected())
     assert not problems, "\n".join(problems)
+
+
+def test_judging_flags_an_unlisted_failure_and_a_listed_check_that_passes():
+    results = Results()
+    results.ran |= {("server", "memory", "2026-07-28", "caching"), ("server", "exec", "2026-07-28", "caching")}
+    results.ran |= {("server", "memory", "2026-07-28", "ping")}
+    results.failed[Check("server", "memory", "2026-07-28", "caching", "ttl")] = "no ttlMs"
+    results.failed[Check("server", "exec", "2026-07-28", "caching", "ttl")] = "no ttlMs"
+    results.failed[Check("server", "memory", "2026-07-28", "ping", "pong")] = "no pong"
+    listed = [Expected("server", "caching:ttl", "why"), Expected("server", "caching:scope", "why", ("exec",))]
+
+    problems = judge(results, listed)
+
+    assert problems == [
+        "unexpected failure: server memory [2026-07-28] ping:pong: no pong",
+        "now passes, remove it from conformance_expected.toml: server exec [2026-07-28] caching:scope",
+    ]
