@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Generator
 from contextlib import contextmanager
 
@@ -9,6 +11,17 @@ import anyio
 import uvicorn
 from anyio.abc import TaskStatus
 from starlette.types import ASGIApp
+
+
+class _CancelledRequests(logging.Filter):
+    """Drops uvicorn's "Exception in ASGI application" for a request cancelled because the host is stopping: an
+    open event stream (a dashboard page left open) ends that way every time, and a traceback there is no error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
+
+
+_CANCELLED = _CancelledRequests()
 
 
 class _QuietServer(uvicorn.Server):
@@ -25,6 +38,7 @@ async def serve_app(
     """Serve `app` until cancelled; reports started, with the port it listens on (port 0 picks one), once the socket
     listens. `what` names the endpoint in the error when it cannot listen."""
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+    logging.getLogger("uvicorn.error").addFilter(_CANCELLED)
     server = _QuietServer(config)
     async with anyio.create_task_group() as group:
         group.start_soon(server.serve)

@@ -41,3 +41,13 @@ def test_doctor_says_whether_the_dashboard_is_served(tmp_path: Path, llm: FakeLL
     with dashboard_run(home, llm) as run:
         served = cli(home, llm, "doctor", "--mcp-config", str(none), env={"COLUMNS": "300"})
         assert f"{run.url} (hermitcrab dashboard prints a login link)" in served.stdout, served.stdout
+
+
+def test_run_stops_cleanly_with_a_page_following_its_event_stream(tmp_path: Path, llm: FakeLLM):
+    with dashboard_run(tmp_path / "home", llm) as run, httpx.Client() as client:
+        client.get(run.login_link(), follow_redirects=True)
+        with client.stream("GET", f"{run.url}/api/chat/stream") as live:
+            assert live.status_code == 200
+            assert run.stop() == 0
+        logged = run.stderr + (run.home / "state" / "logs" / "host.log").read_text()
+    assert "Exception in ASGI application" not in logged and "Traceback" not in logged
