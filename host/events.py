@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from .providers.base import Usage
 
-EventKind = Literal["message", "heartbeat", "cron", "webhook", "subagent", "server"]
+EventKind = Literal["message", "heartbeat", "cron", "webhook", "subagent", "server", "hook"]
 Rights = Literal["owner", "peer", "group", "system"]
 """Whose rights a turn has, which picks its tool policy (`[policy.<rights>]`): the owner's; an approved or allowlisted
 person's who is not the owner (`peer`); someone's in a group conversation (`group`); a program's with no owner rights
@@ -135,6 +135,21 @@ class Describes(Protocol):
     display: str
 
 
+AttachmentKind = Literal["image", "text", "voice"]
+"""What a chat channel makes of a file sent to it: an image saved and put in `Event.attachments` (its text names the
+file too), a text file inlined in the message (size-capped), a voice note saved with its path given."""
+
+
+@runtime_checkable
+class ChatLimits(Protocol):
+    """A chat app's own limits, declared by its channel so that a new one states them rather than a reader finding
+    them in its code: `message_limit` characters in one message (the channel cuts a longer reply itself, on line
+    boundaries with code blocks whole, and says so in `display`), and the kinds of file it takes in."""
+
+    message_limit: int
+    attachments_in: tuple[AttachmentKind, ...]
+
+
 @runtime_checkable
 class Asks(Protocol):
     """A channel with its own way to put a question (buttons, a prompt); a typed reply answers it too."""
@@ -244,6 +259,9 @@ Listener = Callable[[TurnEvent], Awaitable[None]]
 @runtime_checkable
 class Streams(Protocol):
     """A channel that shows a turn as it happens (a draft edited as the tokens come, an event stream).
+
+    A chat app's channel streams by editing: one message posted once there is something to show, edited in place
+    (throttled to the app's edit limits), and made the reply by its `send`, so one reply is never two messages.
 
     The turn's events (`TextDelta` ... `TurnDone` above) are fanned out by `host/turn/stream.py`: they reach the
     listener in order, from a queue of its own, so a slow listener holds up neither the model nor the others.

@@ -30,12 +30,12 @@ from discord.http import Route
 
 from hermitcrab.channels.pairing import Issued, Refused
 from hermitcrab.channels.welcome import announce_approvals, tell_owners
-from hermitcrab.host.events import ChatType, Event, Listener, Target
+from hermitcrab.host.events import AttachmentKind, ChatType, Event, Listener, Target
 from hermitcrab.util.retry import Backoff, retrying
 
 from .access import Access, Where
 from .attachments import describe
-from .delivery import DeliveryFailed, Outbox, conversation_problem
+from .delivery import LIMIT, DeliveryFailed, Outbox, conversation_problem
 from .draft import Draft, StreamMode
 from .drafts import DraftRecords
 from .prompt import ChoiceButtons
@@ -97,6 +97,8 @@ class DiscordChannel:
         "Discord messages: at most 2,000 characters each (longer replies are split), Markdown without tables "
         "or headings, often read on a phone; keep replies short and lists narrow"
     )
+    message_limit = LIMIT
+    attachments_in: tuple[AttachmentKind, ...] = ("image", "text")
 
     def __init__(
         self,

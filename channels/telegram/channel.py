@@ -29,7 +29,7 @@ from telegram.request import HTTPXRequest
 from hermitcrab.channels.access import People
 from hermitcrab.channels.pairing import Issued, Refused
 from hermitcrab.channels.welcome import announce_approvals, tell_owners
-from hermitcrab.host.events import ChatType, Event, Listener, Target
+from hermitcrab.host.events import AttachmentKind, ChatType, Event, Listener, Target
 from hermitcrab.util.retry import Backoff, retrying
 from hermitcrab.util.store import JsonFile
 
@@ -92,7 +92,7 @@ class TelegramChannel:
         "code blocks and links, no tables or headings; often read on a phone: keep replies short and lists narrow"
     )
     message_limit = LIMIT
-    attachments_in = ("image", "text", "voice")
+    attachments_in: tuple[AttachmentKind, ...] = ("image", "text", "voice")
 
     def __init__(
         self,
