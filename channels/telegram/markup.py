@@ -16,11 +16,13 @@ _VERBATIM = re.compile(
     r"(?P<ticks>`+)(?P<code>.+?)(?P=ticks)|\[(?P<label>[^\[\]\n]+)\]\((?P<url>https?://[^\s()<>\"]+)\)"
 )
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), r"<b>\1</b>"),
-    (re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])"), r"<i>\1</i>"),
-    (re.compile(r"(?<![\w_])_(?=[^\s_])([^_\n]+?)(?<=[^\s_])_(?![\w_])"), r"<i>\1</i>"),
-    (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"<s>\1</s>"),
+    (re.compile(r"\*\*(?=\S)([^<]+?)(?<=\S)\*\*"), r"<b>\1</b>"),
+    (re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n<]+?)(?<=[^\s*])\*(?![\w*])"), r"<i>\1</i>"),
+    (re.compile(r"(?<![\w_])_(?=[^\s_])([^_\n<]+?)(?<=[^\s_])_(?![\w_])"), r"<i>\1</i>"),
+    (re.compile(r"~~(?=\S)([^<]+?)(?<=\S)~~"), r"<s>\1</s>"),
 )
+"""Applied in turn to escaped text, where every `<` starts a tag put in by an earlier rule: a span may not hold
+one, so a later style can nest inside an earlier one but never cross it (`**a *b** c*` keeps its second pair)."""
 
 
 def to_html(text: str) -> str:
