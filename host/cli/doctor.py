@@ -26,7 +26,7 @@ from hermitcrab.install.service import ServiceError, has_tool, manager_for
 from hermitcrab.util.private import is_open_to_others
 from hermitcrab.util.server_options import NO_SANDBOX
 
-from ..config import DiscordSettings, ProviderProfile, Settings, load_settings
+from ..config import DiscordSettings, ProviderProfile, Settings, TelegramSettings, load_settings
 from ..errors import ConfigError
 from ..inbox.deadletters import FOLDER, DeadLetters
 from ..mcp.oauth import login_state
@@ -41,6 +41,7 @@ from .run import check_listen
 
 console = Console()
 DISCORD_API = "https://discord.com/api/v10"
+TELEGRAM_API = "https://api.telegram.org"
 # Application flags of the privileged intent that the Discord channel asks for (verified bots, and others).
 _MESSAGE_CONTENT_FLAGS = (1 << 18) | (1 << 19)
 
@@ -85,6 +86,7 @@ async def run_checks(settings: Settings) -> list[Check]:
             checks.append(await _provider_check(client, profile))
             checks.append(_price_check(Prices(settings.providers), profile))
         checks.extend(await _discord_checks(client, settings))
+        checks.extend(await _telegram_checks(client, settings.telegram))
     checks.extend(_login_checks(settings))
     checks.extend(await _server_checks(settings))
     checks.extend(_subagent_checks(settings))
@@ -126,17 +128,18 @@ async def _discord_checks(client: httpx.AsyncClient, settings: Settings) -> list
         return []
     if importlib.util.find_spec("discord") is None:
         return [Check("discord", "extra", False, "a bot token is set: pip install 'hermitcrab[discord]'")]
-    return [_owner_check(config.owners), *await _discord_login_checks(client, config)]
+    where = "Discord: Settings → Advanced → Developer Mode, then right-click your name → Copy User ID"
+    return [_owner_check("discord", config.owners, where), *await _discord_login_checks(client, config)]
 
 
-def _owner_check(owners: tuple[str, ...]) -> Check:
+def _owner_check(channel: str, owners: tuple[str, ...], where: str) -> Check:
     if owners:
-        return Check("discord", "owner", True, f"owners: {', '.join(owners)}")
+        return Check(channel, "owner", True, f"owners: {', '.join(owners)}")
     fix = (
-        'nobody is the owner, so everyone is a peer: set owners = ["<your user id>"] under [discord] in config.toml '
-        "(Discord: Settings → Advanced → Developer Mode, then right-click your name → Copy User ID)"
+        f'nobody is the owner, so everyone is a peer: set owners = ["<your user id>"] under [{channel}] in '
+        f"config.toml ({where})"
     )
-    return Check("discord", "owner", False, fix, fatal=False)
+    return Check(channel, "owner", False, fix, fatal=False)
 
 
 async def _discord_login_checks(client: httpx.AsyncClient, config: DiscordSettings) -> list[Check]:
@@ -160,6 +163,40 @@ async def _discord_login_checks(client: httpx.AsyncClient, config: DiscordSettin
         Check("discord", "token", True, f"logs in as {user.get('username')} ({user.get('id')})"),
         Check("discord", "message content intent", intent, intent_detail),
     ]
+
+
+async def _telegram_checks(client: httpx.AsyncClient, config: TelegramSettings) -> list[Check]:
+    """With a bot token: the extra is installed, Telegram takes the token (getMe), no webhook is set (getUpdates is
+    refused while one is), and privacy mode lets the bot see what groups set to answer without a mention say."""
+    if not config.token:
+        return []
+    if importlib.util.find_spec("telegram") is None:
+        return [Check("telegram", "extra", False, "a bot token is set: pip install 'hermitcrab[telegram]'")]
+    owner = _owner_check("telegram", config.owners, "Telegram: message @userinfobot for your numeric id")
+    base = (config.api_base or TELEGRAM_API).rstrip("/")
+    try:
+        me = await client.get(f"{base}/bot{config.token}/getMe", timeout=10)
+        if me.status_code in (401, 404):
+            fix = "copy it again from @BotFather (/token) into TELEGRAM_BOT_TOKEN or [telegram] token"
+            return [owner, Check("telegram", "token", False, f"Telegram refused the bot token: {fix}")]
+        me.raise_for_status()
+        hook = await client.get(f"{base}/bot{config.token}/getWebhookInfo", timeout=10)
+        hook.raise_for_status()
+    except httpx.HTTPError as exc:  # the URL holds the token: only the error's kind is said
+        return [owner, Check("telegram", "reachable", False, f"cannot reach Telegram at {base}: {type(exc).__name__}")]
+    bot = me.json().get("result", {})
+    checks = [owner, Check("telegram", "token", True, f"logs in as @{bot.get('username')} ({bot.get('id')})")]
+    if url := hook.json().get("result", {}).get("url"):
+        detail = f"a webhook is set ({url.split('?')[0]}), so Telegram refuses getUpdates: remove it (deleteWebhook)"
+        checks.append(Check("telegram", "webhook", False, detail))
+    unmentioned = [chat for chat, rule in config.groups.items() if not rule.require_mention]
+    if unmentioned and not bot.get("can_read_all_group_messages"):
+        detail = (
+            f"privacy mode is on, so in {', '.join(unmentioned)} (require_mention = false) the bot sees only "
+            "commands, mentions and replies: @BotFather → /setprivacy → Disable, then re-add the bot to the group"
+        )
+        checks.append(Check("telegram", "privacy mode", False, detail, fatal=False))
+    return checks
 
 
 def _home_check(settings: Settings) -> Check:

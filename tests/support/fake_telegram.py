@@ -1,8 +1,9 @@
 """A small fake Telegram Bot API on 127.0.0.1 for the real python-telegram-bot client.
 
-Methods: getMe, getUpdates (long polling: held open until an update at or past the offset arrives; an offset
-confirms everything before it, as Telegram does), sendMessage, editMessageText, editMessageReplyMarkup,
-deleteMessage, sendChatAction, answerCallbackQuery, setMyCommands, getFile and the file download. Everything the
+Methods: getMe, getWebhookInfo, getUpdates (long polling: held open until an update at or past the offset
+arrives; an offset confirms everything before it, as Telegram does), sendMessage, editMessageText,
+editMessageReplyMarkup, deleteMessage, sendChatAction, answerCallbackQuery, setMyCommands, getFile and the file
+download. Everything the
 bot sent is recorded (`sent`, with the HTML it was sent as and the text a person sees, `edits`, `deleted`, `actions`,
 `answers`). A test can make the next sends fail with a status (`fail_sends`: 429 carries `retry_after`, 500 is a
 server error) and counts each failure it served (`failed`).
@@ -92,6 +93,10 @@ class FakeTelegram:
     confirmed: int = 0
     """The highest offset a getUpdates asked for: every update before it is acknowledged."""
     failed: int = 0
+    webhook: str = ""
+    """The webhook URL set for the bot (getWebhookInfo), which makes Telegram refuse getUpdates."""
+    privacy: bool = True
+    """Privacy mode (getMe's `can_read_all_group_messages` is its opposite)."""
     files: dict[str, bytes] = field(default_factory=dict[str, bytes])
     loop: asyncio.AbstractEventLoop | None = None
     _updates: list[Json] = field(default_factory=list[Json])
@@ -189,7 +194,7 @@ class FakeTelegram:
 
     def app(self) -> web.Application:
         app = web.Application()
-        app.router.add_post(r"/bot{token}/{method}", self._method)
+        app.router.add_route("*", r"/bot{token}/{method}", self._method)
         app.router.add_get(r"/file/bot{token}/{path:.+}", self._download)
         return app
 
@@ -213,7 +218,11 @@ class FakeTelegram:
         return web.json_response(body, status=status)
 
     async def _api_getMe(self, params: Json) -> Json:
-        return {"id": BOT_ID, "is_bot": True, "first_name": "Hermit", "username": BOT_USERNAME}
+        bot = {"id": BOT_ID, "is_bot": True, "first_name": "Hermit", "username": BOT_USERNAME}
+        return {**bot, "can_read_all_group_messages": not self.privacy}
+
+    async def _api_getWebhookInfo(self, params: Json) -> Json:
+        return {"url": self.webhook, "has_custom_certificate": False, "pending_update_count": len(self._updates)}
 
     async def _api_setMyCommands(self, params: Json) -> bool:
         self.commands = params["commands"]
@@ -314,8 +323,10 @@ def _user(user: int) -> Json:
 
 
 async def _params(request: web.Request) -> Json:
-    """The call's parameters, sent as JSON, a form or multipart: numbers and nested objects decoded."""
-    if request.content_type == "application/json":
+    """The call's parameters, sent in the query, as JSON, a form or multipart: numbers and nested objects decoded."""
+    if request.method == "GET":
+        raw = dict(request.query)
+    elif request.content_type == "application/json":
         raw: dict[str, Any] = await request.json()
     else:
         raw = {key: value for key, value in (await request.post()).items() if isinstance(value, str)}
