@@ -3,7 +3,8 @@ whoever debugs, backs up or pastes it.
 
 What counts as a credential is decided by shape, so it also catches what a provider or a server echoes back: the
 userinfo and credential parameters of a URL (`…/mcp?api_key=…`), `Authorization` and other key headers, bearer
-tokens, `api_key=…`/`"token": "…"` pairs, and vendor keys such as `sk-…`.
+tokens, `api_key=…`/`"token": "…"` pairs, vendor keys such as `sk-…`, and Telegram bot tokens (`123456:AA…`,
+which the Bot API puts in every URL's path).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ _PAIR = re.compile(
     r"(?i)\b((?:[\w-]*[_-])?(?:api[_-]?key|apikey|token|secret|password|passwd))([\"']?\s*[:=]\s*[\"']?)"
     r"[^\s\"'&,;}]+"
 )
-_VENDOR_KEY = re.compile(r"\bsk-[\w-]{8,}|\b(?:ghp|gho|ghs|ghu|github_pat|xox[abprs])[_-][\w-]{10,}")
+_VENDOR_KEY = re.compile(
+    r"\bsk-[\w-]{8,}|\b(?:ghp|gho|ghs|ghu|github_pat|xox[abprs])[_-][\w-]{10,}|(?<!\d)\d{5,12}:[\w-]{30,}"
+)
 
 
 def redact(text: str) -> str:

@@ -26,6 +26,11 @@ from hermitcrab.util.redact import RedactingFilter, redact
         ("HERMITCRAB_MCP_TOKEN=s3cr3t password: pa55", "HERMITCRAB_MCP_TOKEN=*** password: ***"),
         ("a basic authentication scheme, Bearer tokens", "a basic authentication scheme, Bearer tokens"),
         (
+            "POST https://api.telegram.org/bot1234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getUpdates",
+            "POST https://api.telegram.org/bot***/getUpdates",
+        ),
+        ("at 12:30:45, 1234567:short is no token", "at 12:30:45, 1234567:short is no token"),
+        (
             "used 1200 tokens of max_tokens 4096; task-runner started",
             "used 1200 tokens of max_tokens 4096; task-runner started",
         ),
