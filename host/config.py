@@ -20,7 +20,7 @@ import types
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Self, TypeVar, Union, cast, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from pydantic import (
@@ -393,6 +393,54 @@ class SkillSettings:
 
 
 @dataclass(frozen=True, config=_TABLE)
+class HookEntry:
+    """`[hooks.<name>]`: one hook switched on or off, and what the owner changes of it; any other key is an option
+    the hook is given (`quiet-hours`' `start`, `end`)."""
+
+    enabled: bool | None = None
+    priority: int | None = None
+    timeout_s: float | None = Field(default=None, gt=0, le=600)
+    on_error: Literal["allow", "deny"] | None = None
+    options: Mapping[str, Any] = Field(default_factory=dict[str, Any])
+
+
+@dataclass(frozen=True, config=_TABLE)
+class HookSettings:
+    """`[hooks]`: which hooks run (`enabled = ["command-log", ...]`, or `enabled = true` in `[hooks.<name>]`; the
+    session-end capture runs unless turned off) and where more are found (`extra_dirs`, relative to the home).
+    docs/hooks.md."""
+
+    enabled: tuple[str, ...] = ()
+    extra_dirs: tuple[Path, ...] = ()
+    each: Mapping[str, HookEntry] = Field(default_factory=dict[str, HookEntry])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tables(cls, data: object) -> object:
+        """`[hooks.<name>]` tables sit beside the keys of `[hooks]`: gathered into `each`, their own keys kept and
+        the rest made the hook's options. A key that is no table stays, so a misspelt one is still named."""
+        if not isinstance(data, dict) or "each" in data:
+            return data
+        given = cast(dict[str, object], data)
+        own = {"enabled", "priority", "timeout_s", "on_error"}
+        each: dict[str, object] = {}
+        for name, table in given.items():
+            if isinstance(table, dict):
+                entry = cast(dict[str, object], table)
+                each[name] = {
+                    **{k: v for k, v in entry.items() if k in own},
+                    "options": {k: v for k, v in entry.items() if k not in own},
+                }
+        return {**{k: v for k, v in given.items() if k not in each}, "each": each}
+
+    def switched_on(self, name: str, by_default: bool) -> bool:
+        entry = self.each.get(name)
+        if entry is not None and entry.enabled is not None:
+            return entry.enabled
+        return by_default or name in self.enabled
+
+
+@dataclass(frozen=True, config=_TABLE)
 class OutboundSettings:
     """`[outbound]`: what on this machine or its network requests made for the model may reach (all public addresses
     may), e.g. `allow = ["127.0.0.1:3000", "*.internal.example"]` (`hermitcrab.util.outbound`).
@@ -430,6 +478,7 @@ class Settings:
     telegram: TelegramSettings = TelegramSettings()
     dm_scope: DmScope = "main"
     skills: SkillSettings = SkillSettings()
+    hooks: HookSettings = HookSettings()
     outbound: OutboundSettings = OutboundSettings()
     policies: Mapping[Rights, ToolPolicy] = Field(default_factory=lambda: dict(DEFAULT_POLICIES))
     budget: Mapping[str, Limit] = Field(default_factory=lambda: dict(DEFAULT_LIMITS))
@@ -472,6 +521,11 @@ class Settings:
             self.home / "skills",
             *self.skills.extra_dirs,
         ]
+
+    @property
+    def hook_dirs(self) -> list[Path]:
+        """Where HOOK.md folders are looked for, highest precedence first (the bundled ones come last)."""
+        return [self.workspace / "hooks", self.home / "hooks", *self.hooks.extra_dirs]
 
     def require_provider(self) -> tuple[ProviderProfile, ...]:
         if not self.providers:
@@ -534,6 +588,7 @@ class _ConfigFile:
     telegram: TelegramSettings = TelegramSettings()
     routing: _Routing = _Routing()
     skills: SkillSettings = SkillSettings()
+    hooks: HookSettings = HookSettings()
     outbound: OutboundSettings = OutboundSettings()
     policy: _Policies = _Policies()
     budget: _Budget = _Budget()
@@ -575,6 +630,7 @@ def load_settings(environ: Mapping[str, str] | None = None, mcp_config: Path | N
         telegram=config.telegram,
         dm_scope=config.routing.dm_scope,
         skills=_skills(config.skills, home, env),
+        hooks=replace(config.hooks, extra_dirs=tuple(home / p.expanduser() for p in config.hooks.extra_dirs)),
         outbound=config.outbound,
         policies=_policies(config.policy),
         budget=_budget(config.budget),

@@ -21,6 +21,7 @@ from . import (
     dashboard,
     deadletters,
     doctor,
+    hooks,
     init,
     mcp_config,
     mcp_login,
@@ -40,6 +41,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Click's own help layout: typer's rich one shows every flag as taking a `<bool>` value (typer 0.29, click 8.5).
+    rich_markup_mode=None,
 )
 for module in (
     run,
@@ -55,6 +58,7 @@ for module in (
     service,
     subagent,
     skills,
+    hooks,
     usage,
     dashboard,
 ):

@@ -28,6 +28,7 @@ from hermitcrab.util.server_options import NO_SANDBOX
 
 from ..config import DiscordSettings, ProviderProfile, Settings, TelegramSettings, load_settings
 from ..errors import ConfigError
+from ..hooks.dispatch import Hooks
 from ..inbox.deadletters import FOLDER, DeadLetters
 from ..mcp.oauth import login_state
 from ..mcp.pool import MAX_SAME_FAILURES, McpPool, ServerHandle
@@ -91,6 +92,7 @@ async def run_checks(settings: Settings) -> list[Check]:
     checks.extend(await _server_checks(settings))
     checks.extend(_subagent_checks(settings))
     checks.append(_deadletters_check(settings))
+    checks.extend(_hook_checks(settings))
     checks.append(_dashboard_check(settings))
     checks.append(_sandbox_check())
     checks.append(_optional_tool("chromium", "browser", "apt-get install chromium (needed by the browser server)"))
@@ -336,6 +338,16 @@ def _deadletters_check(settings: Settings) -> Check:
         return Check("deadletters", "set aside", True, "none", fatal=False)
     noun = "dead letter" if count == 1 else "dead letters"
     return Check("deadletters", "set aside", False, f"{count} {noun}: hermitcrab deadletters list", fatal=False)
+
+
+def _hook_checks(settings: Settings) -> list[Check]:
+    """The hooks that run, and one warning per hook that failed to load (or is enabled but nowhere), saying why."""
+    found = Hooks.load(settings)
+    running = ", ".join(hook.name for hook in found.hooks) or "none"
+    checks = [Check("hooks", "running", True, running, fatal=False)]
+    for item in found.broken:
+        checks.append(Check("hooks", item.name, False, f"not loaded: {item.reason} ({item.source})", fatal=False))
+    return checks
 
 
 def _skill_checks(settings: Settings, tools: set[str]) -> list[Check]:

@@ -134,6 +134,8 @@ async def serve(settings: Settings, public: bool) -> None:
             group.start_soon(retries.serve, gateway.enqueue)
             group.start_soon(recover, gateway)
             _ready(agent, settings, webhook is not None, dashboard)
+            agent.hooks.attach(submit=gateway.submit)
+            group.start_soon(agent.hooks.fire, "gateway:start", _started(agent, gateway))
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for signum in signals:
                     logger.warning("%s: finishing the running turn, then stopping", signal.Signals(signum).name)
@@ -143,6 +145,7 @@ async def serve(settings: Settings, public: bool) -> None:
                 async with anyio.create_task_group() as stopping:
                     stopping.start_soon(_stop_now_on_second_signal, signals, stopping.cancel_scope)
                     await gateway.drain()
+                    await agent.hooks.fire("gateway:stop", _started(agent, gateway))
                     stopping.cancel_scope.cancel()
             group.cancel_scope.cancel()
 
@@ -184,6 +187,12 @@ def _cannot_listen(table: str, host: str, port: int, reason: str, wanted: str) -
         f"the {table} cannot listen on {host}:{port} ({reason}): "
         f"set [{table}] listen or HERMITCRAB_{table.upper()}_LISTEN to {wanted}"
     )
+
+
+def _started(agent: Agent, gateway: Gateway) -> dict[str, list[str]]:
+    """The gateway:start and gateway:stop payload: what runs."""
+    handles = list(agent.pool.handles.values()) if agent.pool else []
+    return {"channels": sorted(gateway.channels), "servers": sorted(h.config.name for h in handles if h.ready)}
 
 
 def _ready(agent: Agent, settings: Settings, webhook: bool, dashboard: str | None) -> None:

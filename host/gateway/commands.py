@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from ..events import Event
+from ..hooks.events import HookEvent, about
 from ..inbox.deadletters import FOLDER, DeadLetters
 from ..mcp.pool import ServerHandle
-from ..session.capture import capture
 from ..session.transcript import CHARS_PER_TOKEN
 from ..skills.catalog import report
 from ..skills.invocation import prompt_usage
@@ -21,18 +21,15 @@ from ..usage.tally import price_hints, tally, today_line
 from .heartbeat import last_beat
 
 Command = Callable[[Agent, Event], Awaitable[str]]
-OTHERS_FOLDER = "others"
-"""Under `memory/`: what people other than the owner said or wrote (hermitcrab-memory marks it as theirs)."""
-
-
 async def new_session(agent: Agent, event: Event) -> str:
-    """Save the last messages where the memory server finds them, then point the key at a fresh transcript."""
-    memory = agent.settings.workspace / "memory"
-    folder = memory if private_turn(event) else memory / OTHERS_FOLDER
-    saved = capture(agent.session(event.session_key), folder, agent.now())
+    """Tell the session:new (or session:reset) hooks, the session-end capture among them, while the old transcript
+    is still the session's; then point the key at a fresh one. What the hooks say back ends the reply."""
+    ending = agent.session(event.session_key)
+    happened: HookEvent = "session:reset" if event.text.split()[0].lower() == "/reset" else "session:new"
+    fields = {**about(event), "transcript": ending.id, "private": private_turn(event)}
+    said = [answer.text for answer in await agent.hooks.fire(happened, fields) if answer.text]
     session = agent.store.new(event.session_key)
-    note = f" The last messages were saved to {saved.relative_to(agent.settings.workspace)}." if saved else ""
-    return f"Started a new session ({session.id}).{note}"
+    return " ".join([f"Started a new session ({session.id}).", *said])
 
 
 async def status(agent: Agent, event: Event) -> str:

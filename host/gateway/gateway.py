@@ -7,14 +7,17 @@ What it leans on, each in a module of its own: where replies go (`outbox.py`), q
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import anyio
 from anyio.abc import ObjectReceiveStream, TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..events import Channel, Delivered, Describes, Event, Idles, Streams, Target, TurnDone
+from ..hooks.events import HookEvent, about
 from ..inbox.log import Inbox
 from ..inbox.retries import Retries
 from ..session.routing import DmScope, routed
@@ -49,7 +52,7 @@ class Gateway:
         retries: Retries | None = None,
     ) -> None:
         self.agent = agent
-        self.outbox = Outbox(channels)
+        self.outbox = Outbox(channels, agent.hooks)
         self.questions = Questions(self.outbox, ask_timeout_s)
         self.once = Once(agent.session, inbox, retries)
         self.dm_scope: DmScope = dm_scope
@@ -122,6 +125,12 @@ class Gateway:
             return None
         if self._remembered(event) and self.last_target is not None:
             self.last_target.remember(event.target)
+        received = await self._received(event)
+        if received is None:
+            self.once.end(event)
+            await _done(event, True)
+            return None
+        event = received
         command = find_command(event.text) if event.kind == "message" else None
         beat = BeatTurn.start(self.agent, event.session_key) if event.kind == "heartbeat" else None
         async with self._stream(event) as stream:
@@ -129,21 +138,32 @@ class Gateway:
             if beat is not None:
                 beat.end(reply, self.agent.now())
             await stream.settle()  # a channel's draft holds all the turn said before the reply comes to finish it
-            if reply and deliver and event.deliver and not (event.kind == "heartbeat" and is_heartbeat_ok(reply)):
-                await self.deliver(event.target, reply)
+            due = deliver and event.deliver and not (event.kind == "heartbeat" and is_heartbeat_ok(reply or ""))
+            if reply and due and await self.deliver(event.target, reply, event):
                 stream.emit(Delivered(event.target.channel, event.target.conversation))
         self.once.delivered(event)
         self.once.end(event)
         await _done(event, True)
         return reply
 
+    async def _received(self, event: Event) -> Event | None:
+        """The event as the hooks leave it: a message rewritten or dropped (None) by `message:received` hooks; a
+        cron job's or sub-agent's outcome told to `cron:fired` and `subagent:done` ones before its turn."""
+        hooks = self.agent.hooks
+        if event.kind == "message":
+            return await hooks.received(event) if hooks.on("message:received") else event
+        happened: HookEvent | None = {"cron": "cron:fired", "subagent": "subagent:done"}.get(event.kind)
+        if happened is not None:
+            await hooks.fire(happened, {**about(event), "metadata": _plain(event.metadata)})
+        return event
+
     def _stream(self, event: Event) -> TurnStream:
         """The events of the turn for `event`, for its channel if it streams there (`Streams`); the one place a hook
         or a web UI would subscribe too. A heartbeat's turn is not shown: its reply is mostly HEARTBEAT_OK, which is
         never delivered."""
         channel = self.channels.get(event.target.channel)
-        if not isinstance(channel, Streams) or event.kind == "heartbeat":
-            return TurnStream()
+        if not isinstance(channel, Streams) or event.kind == "heartbeat" or self.agent.hooks.on("message:sending"):
+            return TurnStream()  # with message:sending hooks, only the text they pass may be shown
         listener = channel.listener(event.target)
         return TurnStream([listener] if listener is not None else [])
 
@@ -160,6 +180,9 @@ class Gateway:
             if isinstance(channel, Idles):
                 await channel.idle(event.target)
         stream.emit(TurnDone(result.reply, result.usage))
+        usage = {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens}
+        done = {"reply": result.reply, "usage": usage, "model_calls": result.model_calls}
+        await self.agent.hooks.fire("turn:done", {**about(event), **done})
         if result.spent is not None:
             await self._tell_owner_once(result.spent)
         return result.reply
@@ -212,8 +235,9 @@ class Gateway:
         """Why (channel, to) cannot be delivered to, in words naming the field; None when it can be tried."""
         return self.outbox.target_problem(channel, to)
 
-    async def deliver(self, target: Target, text: str) -> None:
-        await self.outbox.deliver(target, text)
+    async def deliver(self, target: Target, text: str, answering: Event | None = None) -> bool:
+        """Send `text` (`Outbox.deliver`); False when a hook held it."""
+        return await self.outbox.deliver(target, text, answering)
 
     async def _worker(self, queue: ObjectReceiveStream[Event]) -> None:
         async with queue:
@@ -248,3 +272,8 @@ async def _done(event: Event, handled: bool, error: str | None = None) -> None:
         await event.on_done(handled, error)
     except Exception:  # e.g. the ack call failed: the item comes again and is then skipped as handled
         logger.warning("could not acknowledge a %s event", event.kind, exc_info=True)
+
+
+def _plain(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """An event's metadata as JSON can carry it (a value that is not JSON is given as its text)."""
+    return json.loads(json.dumps(metadata, default=str))

@@ -162,14 +162,10 @@ def read_skill(file: Path) -> Skill:
         text = file.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise SkillError(f"cannot read it: {exc.strerror or exc}") from exc
-    match = _FRONTMATTER.match(text)
-    if match is None:
+    found = front_matter(text)
+    if found is None:
         raise SkillError("no YAML frontmatter: start the file with ---, name: and description: lines, then ---")
-    try:
-        loaded: object = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        raise SkillError(f"the frontmatter is not valid YAML ({str(exc).splitlines()[0]})") from exc
-    data = _mapping(loaded)
+    data, body = found
     name, description = data.get("name"), data.get("description")
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise SkillError(f"name {name!r} should be 1-64 lowercase letters, digits, '-' or '_'")
@@ -180,7 +176,7 @@ def read_skill(file: Path) -> Skill:
         name=name,
         description=" ".join(description.split())[:MAX_DESCRIPTION_CHARS],
         folder=file.parent,
-        body=text[match.end() :].strip(),
+        body=body,
         requires=_requirements(_mapping(data.get("requires")), openclaw),
         fork=data.get("context") == "fork",
         user_invocable=data.get("user-invocable", True) is not False,
@@ -188,6 +184,20 @@ def read_skill(file: Path) -> Skill:
         argument_hint=str(data.get("argument-hint") or ""),
         always=openclaw.get("always") is True,
     )
+
+
+def front_matter(text: str) -> tuple[dict[str, Any], str] | None:
+    """A Markdown file's YAML frontmatter (a mapping; anything else reads as empty) and the body after it, stripped;
+    None when the file starts with none. The one reader of SKILL.md and HOOK.md alike; raises SkillError on bad YAML.
+    """
+    match = _FRONTMATTER.match(text)
+    if match is None:
+        return None
+    try:
+        loaded: object = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        raise SkillError(f"the frontmatter is not valid YAML ({str(exc).splitlines()[0]})") from exc
+    return _mapping(loaded), text[match.end() :].strip()
 
 
 def prompt_section(catalog: Catalog, budget: int) -> str:

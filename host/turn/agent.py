@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from importlib.resources import files
 from zoneinfo import ZoneInfo
 
@@ -12,6 +12,7 @@ from anyio.abc import ObjectReceiveStream
 
 from ..config import Settings
 from ..events import Event
+from ..hooks.dispatch import Hooks
 from ..mcp.pool import McpPool, ServerEvent
 from ..mcp.subagents import Subagent, SubagentWatch, runtime_fact
 from ..providers.base import Provider, Usage, cache_scope
@@ -52,9 +53,14 @@ class Agent:
     subagents: SubagentWatch = field(init=False)
     shelf: SkillShelf = field(default_factory=SkillShelf)
     persona_reader: PersonaReader = field(default_factory=PersonaReader)
+    hooks: Hooks = field(init=False)
+    """The lifecycle hooks: `with_hooks`, else those `settings` enable (the session-end capture by default)."""
+    with_hooks: InitVar[Hooks | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, with_hooks: Hooks | None) -> None:
         self.subagents = SubagentWatch(self.pool)
+        self.hooks = with_hooks if with_hooks is not None else Hooks.load(self.settings, self.store)
+        self.hooks.attach(now=self.now)
 
     def now(self) -> dt.datetime:
         zone = self.settings.agent.timezone
@@ -131,6 +137,7 @@ class Agent:
                 inbound=event.inbound_id,
                 trigger=event.kind,
                 attachments=event.attachments,
+                hooks=self.hooks,
             )
         finally:
             cache_scope.reset(scope)
@@ -144,7 +151,7 @@ class Agent:
     def toolbox(self, event: Event, conversation: Conversation, catalog: Catalog | None = None) -> HostToolbox:
         """The tools of a turn for `event`: cut to its principal's policy, never to what the model asks for."""
         policy = self.settings.policy(event.principal.rights)
-        return HostToolbox(self.pool, conversation, event, catalog or self.skills(), policy)
+        return HostToolbox(self.pool, conversation, event, catalog or self.skills(), policy, self.hooks)
 
     def flush_target(self) -> FlushTarget:
         return FlushTarget(self.now().date(), self.settings.workspace)
@@ -154,7 +161,8 @@ class Agent:
         toolbox = self.toolbox(event, conversation)
         session = self.session(event.session_key)
         system = self.system_prompt(event, toolbox)
-        keeper = ContextKeeper(session, self.provider, toolbox, system, self.settings.agent, self.flush_target())
+        settings, target = self.settings.agent, self.flush_target()
+        keeper = ContextKeeper(session, self.provider, toolbox, system, settings, target, hooks=self.hooks)
         return await keeper.compact_now(), keeper.notices
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ..config import AgentSettings
 from ..errors import ContextOverflowError
 from ..events import Compaction
+from ..hooks.dispatch import Hooks
 from ..providers.base import Message, Provider
 from ..session.transcript import MESSAGE_OVERHEAD_CHARS, SUMMARY_HEADER, Session
 from .compaction import CHARS_PER_TOKEN, Budget, Compacted, compact
@@ -42,6 +43,8 @@ class ContextKeeper:
     target: FlushTarget = field(default_factory=FlushTarget)
     stream: TurnStream = field(default_factory=TurnStream)
     """Told of each compaction (its sizes before and after)."""
+    hooks: Hooks = field(default_factory=Hooks)
+    """Told before and after each compaction (`compaction:before`, `compaction:after`)."""
     notices: list[str] = field(default_factory=list[str])
     _flush_tried: bool = False
 
@@ -92,9 +95,14 @@ class ContextKeeper:
 
     async def _compact(self, *, required: bool) -> Compacted:
         before = sum(map(message_chars, self.session.messages()))
+        told = {"session": self.session.key, "before_chars": before, "required": required}
+        await self.hooks.fire("compaction:before", told)
         done = await compact(self.session, self.provider, self.budget, required=required)
+        after = sum(map(message_chars, self.session.messages()))
         if done.replaced:
-            self.stream.emit(Compaction(before, sum(map(message_chars, self.session.messages()))))
+            self.stream.emit(Compaction(before, after))
+        result = {"after_chars": after, "replaced": done.replaced, "failure": done.failure}
+        await self.hooks.fire("compaction:after", {**told, **result})
         if done.failure:
             self.notices.append(FAILED_SUMMARY_NOTICE.format(failure=done.failure[:200]))
         return done

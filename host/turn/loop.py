@@ -10,6 +10,7 @@ from typing import Any
 from ..config import AgentSettings
 from ..errors import ContextOverflowError
 from ..events import Attachment
+from ..hooks.dispatch import Hooks
 from ..providers.base import Completion, Provider, Usage
 from ..session.transcript import Session
 from .budget import Spent
@@ -64,6 +65,7 @@ async def run_turn(
     inbound: str | None = None,
     trigger: str | None = None,
     attachments: Sequence[Attachment] = (),
+    hooks: Hooks | None = None,
 ) -> TurnResult:
     """Record the user's text (with the host's `note` on the turn, shown before it), loop model <-> tools, and
     return the reply to deliver (None when silent).
@@ -84,7 +86,8 @@ async def run_turn(
         kept = await keep_attachments(attachments, image_budget(settings), transcript.media)
         fields = {**noted, **kept.fields(), **({"inbound": inbound} if inbound else {}), **marks}
         transcript.append("user", text=kept.text(user_text), **fields)
-    keeper = ContextKeeper(session, provider, toolbox, system, settings, flush_target or FlushTarget(), stream)
+    target = flush_target or FlushTarget()
+    keeper = ContextKeeper(session, provider, toolbox, system, settings, target, stream, hooks or Hooks())
     exchange = Exchange(
         provider,
         toolbox,

@@ -4,9 +4,12 @@ reads the host's own prompt material (skill_tool.py says why it cannot live in a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Protocol, cast
 
 from ..events import Event
+from ..hooks.dispatch import APPROVE, REFUSE, Hooks, ToolDecision
+from ..hooks.events import about
 from ..mcp.elicitation import current_asker
 from ..mcp.pool import McpPool, ToolOutcome
 from ..providers.base import ToolSpec
@@ -70,6 +73,7 @@ class HostToolbox:
         event: Event,
         skills: Catalog | None = None,
         policy: ToolPolicy | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.pool = pool
         self.conversation = conversation
@@ -77,6 +81,7 @@ class HostToolbox:
         self.session_key = event.session_key
         self.skills = skills or Catalog()
         self.policy = policy or ToolPolicy()
+        self.hooks = hooks or Hooks()
 
     def specs(self) -> list[ToolSpec]:
         mcp_specs = self.pool.tool_specs() if self.pool else []
@@ -85,8 +90,39 @@ class HostToolbox:
         return [spec for spec in offered if self._allowed(spec.name)]
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """The call as the policy and the tool:before hooks allow it, its result as the tool:after hooks leave it."""
         if not self._allowed(name):
             return ToolOutcome(refusal(name, self.event.principal.rights), True)
+        fields = self._hook_fields(name, arguments)
+        if self.hooks.on("tool:before"):
+            decision = await self.hooks.tool_before(fields)
+            refused = decision.refusal or await self._approval_refused(name, decision)
+            if refused is not None:
+                return ToolOutcome(f"{name} was not called: {refused}", True)
+            arguments = decision.arguments
+        outcome = await self._call(name, arguments)
+        if self.hooks.on("tool:after"):
+            after = {**fields, "arguments": arguments, "result": outcome.text, "is_error": outcome.is_error}
+            outcome = replace(outcome, text=await self.hooks.tool_after(after))
+        return outcome
+
+    def _hook_fields(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        server = self.pool.server_of(name) if self.pool is not None else None
+        return {**about(self.event), "tool": name, "server": server or HOST_SERVER, "arguments": arguments}
+
+    async def _approval_refused(self, name: str, decision: ToolDecision) -> str | None:
+        """None when no hook asked for approval or the owner gave it; else why the call is not made. Only the
+        owner approves: a turn without the owner's rights would ask someone else, so it is refused instead."""
+        if not decision.approvals:
+            return None
+        if not self.event.principal.is_owner:
+            return "a hook requires the owner's approval, which a turn without the owner's rights cannot ask for"
+        answer = await self._ask_naming_origin(decision.question(name), [APPROVE, REFUSE])
+        if answer is not None and answer.strip().lower() == APPROVE:
+            return None
+        return "a hook required the owner's approval, and it was not given"
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         if name == SKILL.name and self.skills.skills:
             return read_skill(self.skills, arguments)
         if name == ASK_USER.name:
