@@ -200,3 +200,14 @@ def test_streaming_edits_a_draft_that_ends_as_the_answer(tmp_path: Path):
     edits = [edit.text for edit in telegram.edits if edit.message_id == message.message_id]
     assert message.reply_to == asked and len(edits) >= 2 and edits[-1] == answer
     assert all(answer.startswith(edit) for edit in edits) and telegram.deleted == []
+
+
+def test_a_reply_that_keeps_failing_is_reported_to_the_owner_not_claimed(bot: Bot):
+    bot.telegram.fail_sends(500, 500, 500, 500)
+    bot.llm.enqueue(openai_text("Lost in transit."))
+    asked = bot.telegram.user_says(OWNER, "@hermit_test_bot status of the build?", chat=GROUP)
+
+    wait_for(lambda: any("could not be delivered" in s.text for s in bot.telegram.in_chat(OWNER)), "owner not told")
+    report = next(s.text for s in bot.telegram.in_chat(OWNER) if "could not be delivered" in s.text)
+    assert report.startswith(f"A reply to Telegram chat {GROUP} could not be delivered: ") and "500" in report
+    assert "Lost in transit." not in [sent.text for sent in bot.telegram.replies_to(asked)]
