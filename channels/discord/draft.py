@@ -203,4 +203,3 @@ class Draft:
                 await self._outbox.delete(self._target.conversation, shown.id)
             except DeliveryFailed as failure:
                 logger.info("discord: could not delete draft message %s: %s", shown.id, failure)
-
