@@ -75,7 +75,7 @@ async def test_conformance_suite_fails_only_as_expected(tmp_path: Path):
     assert not problems, "\n".join(problems)
 
 
-def test_judging_flags_an_unlisted_failure_and_a_listed_check_that_passes():
+def test_judging_flags_an_unlisted_failure_and_a_listed_check_that_passes_unless_timed():
     results = Results()
     results.ran |= {("server", "memory", "2026-07-28", "caching"), ("server", "exec", "2026-07-28", "caching")}
     results.ran |= {("server", "memory", "2026-07-28", "ping")}
@@ -83,6 +83,7 @@ def test_judging_flags_an_unlisted_failure_and_a_listed_check_that_passes():
     results.failed[Check("server", "exec", "2026-07-28", "caching", "ttl")] = "no ttlMs"
     results.failed[Check("server", "memory", "2026-07-28", "ping", "pong")] = "no pong"
     listed = [Expected("server", "caching:ttl", "why"), Expected("server", "caching:scope", "why", ("exec",))]
+    listed.append(Expected("server", "ping:delay", "may be late", timed=True))  # passed: fine for a timed check
 
     problems = judge(results, listed)
 
