@@ -97,9 +97,9 @@ class Outbox:
         self, conversation: str, text: str, *, reply_to: str | None = None, keyboard: InlineKeyboardMarkup | None = None
     ) -> Message:
         chat = Chat.of(conversation)
-        answering = (
-            ReplyParameters(int(reply_to), allow_sending_without_reply=True) if (reply_to or "").isdigit() else None
-        )
+        answering = None
+        if reply_to is not None and reply_to.isdigit():  # the message this answers; a missing one is no failure
+            answering = ReplyParameters(int(reply_to), allow_sending_without_reply=True)
 
         async def send(body: str, mode: str | None) -> Message:
             return await self.bot.send_message(
