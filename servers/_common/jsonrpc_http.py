@@ -41,13 +41,15 @@ class CheckedBodies:
     It runs after the SDK's body limit (`RequestBodyLimitMiddleware`, which hands it the whole body in one message)
     and checks Host, Origin and Content-Type as the SDK would before it answers anything itself."""
 
-    def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
+    def __init__(self, app: ASGIApp, security: TransportSecuritySettings, path: str = "/mcp") -> None:
         self.app = app
         self._security = TransportSecurityMiddleware(security)
+        self._path = path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         version = _version(scope)
-        if scope["type"] != "http" or scope["method"] != "POST" or version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        mcp_post = scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == self._path
+        if not mcp_post or version not in HANDSHAKE_PROTOCOL_VERSIONS:
             await self.app(scope, receive, send)
             return
         first = await receive()

@@ -339,3 +339,11 @@ def test_a_batch_under_2025_03_26_that_the_version_forbids_is_refused(
 
     assert refused.status_code == 400
     assert refused.json()["error"] == {"code": -32600, "message": f"Invalid request: {reason}"}
+
+
+def test_a_post_beside_the_mcp_path_is_left_to_the_server(http_peer: HttpPeer):
+    elsewhere = httpx.post(
+        http_peer.url.removesuffix("/mcp") + "/other", json=[{"jsonrpc": "2.0", "id": 1}], headers=http_peer.headers
+    )
+
+    assert elsewhere.status_code == 404
