@@ -1,11 +1,11 @@
 """The Discord channel: discord.py's client turned into host events in, replies and questions out.
 
-In: a message that passes `Access` becomes one `message` event whose `chat` tells the host how to route it (DM,
-guild channel, thread); attachments become text; the bot ignores itself, other bots and a message it already saw
-(a replayed dispatch). Out: replies go through `delivery.Outbox`; questions with choices get buttons; "typing…"
-shows from the start of a turn to its reply. A reply to a message is streamed into a draft (`draft.py`) that its
-delivery finalises: by default with the text as it comes in DMs (`partial`), with tool lines only in guild channels
-and threads (`progress`), where everyone in the channel would watch half-written sentences being rewritten.
+In: a message that passes `Access` becomes one `message` event whose `chat` tells the host how to route it (DM, guild
+channel, thread); attachments become text; the bot ignores itself, other bots and a message it already saw (a replayed
+dispatch). Out: replies go through `delivery.Outbox`; questions with choices get buttons; "typing…" shows from the start
+of a turn to its reply. A reply to a message is streamed into a draft (`channels/draft.py`) that its delivery finalises:
+by default with the text as it comes in DMs (`partial`), with tool lines only in guild channels and threads
+(`progress`), where everyone in the channel would watch half-written sentences being rewritten.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from discord.asset import Asset
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from hermitcrab.channels.draft import Drafts, StreamMode
 from hermitcrab.channels.pairing import Issued, Refused
 from hermitcrab.channels.welcome import announce_approvals, tell_owners
 from hermitcrab.host.events import AttachmentKind, ChatType, Event, Listener, Target
@@ -36,8 +37,6 @@ from hermitcrab.util.retry import Backoff, retrying
 from .access import Access, Where
 from .attachments import describe
 from .delivery import LIMIT, DeliveryFailed, Outbox, conversation_problem
-from .draft import Draft, StreamMode
-from .drafts import DraftRecords
 from .prompt import ChoiceButtons
 
 logger = logging.getLogger(__name__)
@@ -57,8 +56,6 @@ PAIRING_TEXT = (
 TYPING_EVERY_S = 8.0
 TYPING_MAX_S = 600.0
 SEEN_MESSAGES = 2000
-LIVE_DRAFTS = 100
-"""Drafts kept for their reply at most; only those whose reply never came (a silent turn, a failed delivery) pile up."""
 RECONNECT_S = 5.0
 LOGIN_BACKOFF = Backoff(attempts=None, first_s=1.0, max_s=60.0)
 TOKEN_HELP = "check [discord] token or DISCORD_TOKEN"
@@ -126,8 +123,7 @@ class DiscordChannel:
         self._inbound: dict[str, anyio.Lock] = {}
         self._stream: StreamMode = stream
         self._stream_in_guilds: StreamMode = stream_in_guilds
-        self._records = DraftRecords(drafts)
-        self._drafts: dict[str, Draft] = {}
+        self._drafts = Drafts(self.outbox, drafts)
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Log in, then stay connected (discord.py resumes a dropped gateway session) until cancelled.
@@ -199,19 +195,8 @@ class DiscordChannel:
         """Deliver `text` in parts; raise if any part could not be delivered after retries. The reply to a message
         whose draft is on screen (streamed in this turn, or left by a crash and recorded) replaces that draft; the same
         reply again (a restart's recovery after a crash that came just after it was sent) is not sent twice."""
-        answering = target.reply_to or ""
-        draft = self._drafts.pop(answering, None)
-        record = self._records.get(answering)
-        if draft is None and record is not None and record.delivered(text):
-            logger.info("discord: the reply to %s is on screen already; not sent again", answering)
-            return  # a restart's recovery sending what went out just before the crash
-        if draft is None and record is not None and record.finished is None:
-            draft = Draft(self.outbox, target, "off", self._records)
-        if draft is None:
-            await self._post(target, text)
-            return
         self._stop_typing(target.conversation)
-        await draft.finish(text)
+        await self._drafts.send(target, text, lambda: self._post(target, text))
 
     def listener(self, target: Target) -> Listener | None:
         """A draft for the reply to a person's message, in the conversation's stream mode; None for mode `off` and
@@ -223,10 +208,7 @@ class DiscordChannel:
         if mode == "off":
             return None
         conversation = target.conversation
-        draft = Draft(self.outbox, target, mode, self._records, on_shown=lambda: self._stop_typing(conversation))
-        self._drafts[answering] = draft
-        while len(self._drafts) > LIVE_DRAFTS:
-            del self._drafts[next(iter(self._drafts))]
+        draft = self._drafts.start(target, mode, on_shown=lambda: self._stop_typing(conversation))
         self._group.start_soon(_logged, f"drafting in {conversation}", draft.run)
         return draft.on_event
 

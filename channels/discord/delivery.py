@@ -1,35 +1,28 @@
 """Outbound messages: a reply in Discord-sized parts, counted as delivered only when Discord confirmed each part.
 
 discord.py's HTTP client already retries 5xx answers and 429s (honouring retry-after); here a missing permission and
-network errors are tried again with backoff. A part that still fails raises `DeliveryFailed`, and the next
-successful send to that conversation starts with a note of what was lost, so nothing is silently claimed as sent.
-The first part answers the triggering message (or completes a deferred slash command). A streamed reply's draft
-(`draft.py`) posts, edits and deletes single messages here, under the same retries and the same `DeliveryFailed`.
+network errors are tried again with backoff. A part that still fails raises `DeliveryFailed`, and the next successful
+send to that conversation starts with a note of what was lost, so nothing is silently claimed as sent. The first part
+answers the triggering message (or completes a deferred slash command). A streamed reply's draft (`channels/draft.py`)
+posts, edits and deletes single messages here, under the same retries and the same `DeliveryFailed`.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import discord
 
-from hermitcrab.channels.split import split_message
+from hermitcrab.channels.delivery import Deliveries, DeliveryFailed
 from hermitcrab.host.events import Target
 from hermitcrab.util.retry import Backoff, retrying
-
-logger = logging.getLogger(__name__)
 
 SEND_BACKOFF = Backoff(attempts=3, first_s=0.5)
 LIMIT = 2000
 """Characters in one Discord message."""
 _T = TypeVar("_T")
-
-
-class DeliveryFailed(Exception):
-    """A send Discord did not confirm, even after retries: the reply is not delivered (and is never claimed to be)."""
 
 
 class NotAChannel(DeliveryFailed, ValueError):
@@ -41,13 +34,17 @@ def conversation_problem(to: str) -> str | None:
     return None if to.isascii() and to.isdigit() else f"delivery.to: {to!r} is not a Discord channel id"
 
 
-class Outbox:
+class Outbox(Deliveries):
     """Sends for one client; remembers deferred slash commands and what could not be delivered where."""
 
+    limit = LIMIT
+    small_print = "-# "
+    """Discord's subtext: a tool line under a draft shows small and grey."""
+
     def __init__(self, client: discord.Client) -> None:
+        super().__init__("discord")
         self.client = client
         self._interactions: dict[str, discord.Interaction] = {}
-        self._undelivered: dict[str, list[str]] = {}
 
     def defer(self, interaction: discord.Interaction) -> str:
         """Keep a deferred slash command; returns the `reply_to` that makes the next reply complete it."""
@@ -63,35 +60,14 @@ class Outbox:
         conversation = target.conversation
         if (problem := conversation_problem(conversation)) is not None:
             raise NotAChannel(problem)
-        parts = split_message(self.noted(conversation, text), LIMIT)
         interaction = self._interactions.pop(target.reply_to or "", None)
-        part = _Part(self.client.get_partial_messageable(int(conversation)), _reference(target), interaction)
-        sent: discord.Message | None = None
-        for number, text_part in enumerate(parts, start=1):
-            try:
-                sent = await _send(part, text_part, view if number == len(parts) else None)
-            except DeliveryFailed as failure:
-                self.lost(conversation, f"{failure}; part {number} of {len(parts)} is missing")
-                raise
-            if number == 1:
-                self.told(conversation)
-                part = _Part(part.channel, None, None)
-        return sent
+        channel = self.client.get_partial_messageable(int(conversation))
+        first, rest = _Part(channel, _reference(target), interaction), _Part(channel, None, None)
 
-    def noted(self, conversation: str, text: str) -> str:
-        """`text` headed by a note of each reply that could not be delivered to the conversation since the last one
-        that was."""
-        notices = self._undelivered.get(conversation, [])
-        return "\n".join(f"({notice})" for notice in notices) + "\n\n" + text if notices else text
+        async def send(part: str, is_first: bool, is_last: bool) -> discord.Message:
+            return await _send(first if is_first else rest, part, view if is_last else None)
 
-    def lost(self, conversation: str, why: str) -> None:
-        """A reply to the conversation was not delivered: the next one says so."""
-        self._undelivered.setdefault(conversation, []).append(f"a reply could not be delivered here ({why})")
-        logger.error("discord: reply to %s not delivered: %s", conversation, why)
-
-    def told(self, conversation: str) -> None:
-        """A reply headed by the notes went out: they are said."""
-        self._undelivered.pop(conversation, None)
+        return await self.in_parts(conversation, text, LIMIT, send)
 
     async def post_one(self, target: Target, text: str, *, answering: bool) -> str:
         """Send one message (answering the triggering message when `answering`); its id once Discord confirmed it."""

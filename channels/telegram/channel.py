@@ -1,14 +1,14 @@
 """The Telegram channel: the Bot API's updates turned into host events in, replies and questions out.
 
-In: `getUpdates` long polling (no public URL needed). Each update is handled, and a message that passes
-`TelegramAccess` recorded by the host's inbox (`Gateway.submit`, `inbound_id` `telegram:<chat>:<message id>`),
-before the offset moves past it; the offset is saved (`state/telegram/offset.json`), so after a crash Telegram hands
-back only what was not recorded, and the inbox drops what was. `chat` tells the host how to route: a private chat is
-`direct`, a group `group`, a forum topic `thread` (conversation `<chat>:<topic>`). In groups only a message that
-mentions the bot, replies to it or is a command addressed to it is taken, unless the group says otherwise.
-Out: replies through `delivery.Outbox`; questions with choices as inline keyboards (`prompt.py`); "typing…" is
-renewed every few seconds from the start of a turn to its reply; a reply to a message is streamed into a draft
-(`draft.py`) in the chat's stream mode.
+In: `getUpdates` long polling (no public URL needed). Each update is handled, and a message that passes `TelegramAccess`
+recorded by the host's inbox (`Gateway.submit`, `inbound_id` `telegram:<chat>:<message id>`), before the offset moves
+past it; the offset is saved (`state/telegram/offset.json`), so after a crash Telegram hands back only what was not
+recorded, and the inbox drops what was. `chat` tells the host how to route: a private chat is `direct`, a group `group`,
+a forum topic `thread` (conversation `<chat>:<topic>`). In groups only a message that mentions the bot, replies to it or
+is a command addressed to it is taken, unless the group says otherwise. Out: replies through `delivery.Outbox`;
+questions with choices as inline keyboards (`prompt.py`); "typing…" is renewed every few seconds from the start of a
+turn to its reply; a reply to a message is streamed into a draft (`channels/draft.py`, recorded in
+`state/telegram/drafts.json`) in the chat's stream mode.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from telegram.error import Conflict, InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
 from hermitcrab.channels.access import People
+from hermitcrab.channels.delivery import DeliveryFailed
+from hermitcrab.channels.draft import Drafts, StreamMode
 from hermitcrab.channels.pairing import Issued, Refused
 from hermitcrab.channels.welcome import announce_approvals, tell_owners
 from hermitcrab.host.events import AttachmentKind, ChatType, Event, Listener, Target
@@ -34,8 +36,7 @@ from hermitcrab.util.retry import Backoff, retrying
 from hermitcrab.util.store import JsonFile
 
 from .access import TelegramAccess
-from .delivery import LIMIT, DeliveryFailed, Outbox, conversation_problem
-from .draft import Draft, StreamMode
+from .delivery import LIMIT, Outbox, conversation_problem
 from .media import describe
 from .prompt import Questions
 
@@ -119,7 +120,7 @@ class TelegramChannel:
         self._group: TaskGroup | None = None
         self._ready = anyio.Event()
         self._typing: dict[str, anyio.CancelScope] = {}
-        self._drafts: dict[str, Draft] = {}
+        self._drafts = Drafts(self.outbox, state / "drafts.json")
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Log in (getMe; an unreachable Telegram is retried, never holding up the host), register the commands,
@@ -190,21 +191,17 @@ class TelegramChannel:
     # --- the host's side ---
 
     async def send(self, target: Target, text: str) -> None:
-        """Deliver `text` in parts (finishing the reply's draft when one is on screen); raise if any part could not
-        be delivered after retries, after telling the owners."""
+        """Deliver `text` in parts; raise if any part could not be delivered after retries, once the owners were
+        told. The reply to a message whose draft is on screen (streamed in this turn, or left by a crash and recorded)
+        replaces that draft; the same reply again (a restart's recovery just after it was sent) is not sent twice."""
         self._stop_typing(target.conversation)
-        draft = self._drafts.pop(target.reply_to or "", None)
         try:
-            if draft is not None:
-                await draft.finish(text)
-            else:
-                await self.outbox.post(target.conversation, text, reply_to=target.reply_to)
+            await self._drafts.send(target, text, lambda: self.outbox.post(target, text))
         except DeliveryFailed as failure:
             await self._report(target, str(failure))
             raise
 
     async def _report(self, target: Target, why: str) -> None:
-        logger.error("telegram: reply to %s not delivered: %s", target.conversation, why)
         for owner in self.people.owners:
             if owner != target.conversation:
                 await self.send_dm(
@@ -221,8 +218,7 @@ class TelegramChannel:
         if mode == "off":
             return None
         conversation = target.conversation
-        draft = Draft(self.outbox, target, mode, on_shown=lambda: self._stop_typing(conversation))
-        self._drafts[answering] = draft
+        draft = self._drafts.start(target, mode, on_shown=lambda: self._stop_typing(conversation))
         self._group.start_soon(_logged, f"drafting in {conversation}", draft.run)
         return draft.on_event
 
@@ -243,12 +239,12 @@ class TelegramChannel:
         """Show the question (an inline keyboard for choices) and wait for the asked user (an owner, when it is
         nobody's in particular); a typed answer is the host's."""
         self._stop_typing(target.conversation)
-        return await self.questions.ask(target.conversation, question, choices, target.user)
+        return await self.questions.ask(target, question, choices)
 
     async def send_dm(self, user: str, text: str) -> bool:
         """A private message to `user` (a user id is their private chat's id); False, logged, when it failed."""
         try:
-            await self.outbox.post(user, text)
+            await self.outbox.post(Target(self.name, user), text)
         except DeliveryFailed as failure:
             logger.warning("telegram: could not message user %s: %s", user, failure)
             return False
@@ -321,9 +317,8 @@ class TelegramChannel:
             logger.info("pairing: ignored a message from %s (%s, %.0f min to go)", user, outcome.reason, left_min)
             return
         try:
-            await self.outbox.post(
-                str(message.chat.id), PAIRING_TEXT.format(code=outcome.request.code), reply_to=str(message.message_id)
-            )
+            target = Target(self.name, str(message.chat.id), user, reply_to=str(message.message_id))
+            await self.outbox.post(target, PAIRING_TEXT.format(code=outcome.request.code))
         except DeliveryFailed:
             logger.warning("could not send a pairing code to %s", user)
         if isinstance(outcome, Issued):

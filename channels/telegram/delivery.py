@@ -1,9 +1,11 @@
 """Outbound Bot API calls, each counted only once Telegram confirmed it.
 
-A reply is cut into 4,096-character parts on line boundaries (`channels/split.py`, code blocks closed and reopened)
-and each part sent as HTML (`markup.py`); the first answers the user's message. A 5xx, a network error or a 429 is
-tried again (after Telegram's `retry_after` for a 429) with util/retry.py; a part that still fails raises
-`DeliveryFailed`. Should Telegram refuse the HTML itself, the part goes as plain text rather than not at all.
+A reply is cut into 4,096-character parts on line boundaries (`channels/split.py`, code blocks closed and reopened) and
+each part sent as HTML (`markup.py`); the first answers the user's message. A 5xx, a network error or a 429 is tried
+again (after Telegram's `retry_after` for a 429) with util/retry.py; a part that still fails raises `DeliveryFailed`,
+and the next reply that reaches the conversation says what was lost. A streamed reply's draft (`channels/draft.py`)
+posts, edits and deletes single messages here, under the same retries. Should Telegram refuse the HTML itself, the part
+goes as plain text rather than not at all.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter, TelegramError
 
-from hermitcrab.channels.split import split_message
+from hermitcrab.channels.delivery import Deliveries, DeliveryFailed
+from hermitcrab.host.events import Target
 from hermitcrab.util.retry import Backoff, retrying
 
 from .markup import to_html
@@ -28,10 +31,6 @@ LIMIT = 4096
 SEND_BACKOFF = Backoff(attempts=4, first_s=0.5, max_s=30.0)
 _CONVERSATION = re.compile(r"-?\d{1,20}(?::\d{1,12})?")
 _T = TypeVar("_T")
-
-
-class DeliveryFailed(Exception):
-    """A call Telegram did not confirm, even after retries: never claimed as delivered."""
 
 
 @dataclass(frozen=True)
@@ -72,29 +71,44 @@ async def confirmed(what: str, call: Callable[[], Awaitable[_T]]) -> _T:
         raise DeliveryFailed(f"{type(exc).__name__}: {exc}"[:200]) from exc
 
 
-class Outbox:
-    """Sends, edits and deletes for one bot."""
+class Outbox(Deliveries):
+    """Sends, edits and deletes for one bot; a reply that could not be delivered is noted in the next one."""
+
+    limit = LIMIT
+    small_print = ""  # Telegram has no small text
 
     def __init__(self, bot: Bot) -> None:
+        super().__init__("telegram")
         self.bot = bot
 
-    async def post(
-        self, conversation: str, text: str, *, reply_to: str | None = None, keyboard: InlineKeyboardMarkup | None = None
-    ) -> Message | None:
-        """Send `text` in parts (the keyboard under the last, the first answering `reply_to`); the last message."""
-        parts = split_message(text, LIMIT)
-        sent: Message | None = None
-        for number, part in enumerate(parts, start=1):
-            last = number == len(parts)
-            try:
-                sent = await self.post_one(conversation, part, reply_to=reply_to, keyboard=keyboard if last else None)
-            except DeliveryFailed as failure:
-                raise DeliveryFailed(f"{failure}; part {number} of {len(parts)} is missing") from failure
-            reply_to = None
-        return sent
+    async def post(self, target: Target, text: str, *, keyboard: InlineKeyboardMarkup | None = None) -> Message | None:
+        """Send `text` in parts (the first answering `target.reply_to`, the keyboard under the last); the last."""
 
-    async def post_one(
-        self, conversation: str, text: str, *, reply_to: str | None = None, keyboard: InlineKeyboardMarkup | None = None
+        async def send(part: str, first: bool, last: bool) -> Message:
+            reply_to = target.reply_to if first else None
+            return await self._send(target.conversation, part, reply_to, keyboard if last else None)
+
+        return await self.in_parts(target.conversation, text, LIMIT, send)
+
+    async def post_one(self, target: Target, text: str, *, answering: bool) -> str:
+        """One message (answering `target.reply_to` when `answering`); its id once Telegram confirmed it."""
+        sent = await self._send(target.conversation, text, target.reply_to if answering else None, None)
+        return str(sent.message_id)
+
+    async def edit(self, conversation: str, message_id: str, text: str) -> None:
+        chat = Chat.of(conversation)
+
+        async def edit(body: str, mode: str | None) -> object:
+            return await self.bot.edit_message_text(body, chat.chat_id, int(message_id), parse_mode=mode)
+
+        await self._as_html("a Telegram edit", text, edit)
+
+    async def delete(self, conversation: str, message_id: str) -> None:
+        chat = Chat.of(conversation)
+        await confirmed("a Telegram delete", lambda: self.bot.delete_message(chat.chat_id, int(message_id)))
+
+    async def _send(
+        self, conversation: str, text: str, reply_to: str | None, keyboard: InlineKeyboardMarkup | None
     ) -> Message:
         chat = Chat.of(conversation)
         answering = None
@@ -112,18 +126,6 @@ class Outbox:
             )
 
         return await self._as_html("a Telegram send", text, send)
-
-    async def edit(self, conversation: str, message_id: int, text: str) -> None:
-        chat = Chat.of(conversation)
-
-        async def edit(body: str, mode: str | None) -> object:
-            return await self.bot.edit_message_text(body, chat.chat_id, message_id, parse_mode=mode)
-
-        await self._as_html("a Telegram edit", text, edit)
-
-    async def delete(self, conversation: str, message_id: int) -> None:
-        chat = Chat.of(conversation)
-        await confirmed("a Telegram delete", lambda: self.bot.delete_message(chat.chat_id, message_id))
 
     async def typing(self, conversation: str) -> None:
         chat = Chat.of(conversation)

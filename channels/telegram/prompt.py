@@ -12,13 +12,16 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import anyio
 from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from telegram.error import TelegramError
 
-from .delivery import Chat, DeliveryFailed, Outbox
+from hermitcrab.channels.delivery import DeliveryFailed
+from hermitcrab.host.events import Target
+
+from .delivery import Outbox
 
 logger = logging.getLogger(__name__)
 
@@ -50,22 +53,22 @@ class Questions:
     def waiting(self, conversation: str, user: str) -> bool:
         return self._waiting.get((conversation, user), 0) > 0
 
-    async def ask(
-        self, conversation: str, question: str, choices: Sequence[str] | None, asked: str | None
-    ) -> str | None:
-        """The pressed choice; cancelled (the host's typed answer came first) or unanswered, None."""
-        key = (conversation, asked)
+    async def ask(self, target: Target, question: str, choices: Sequence[str] | None) -> str | None:
+        """The pressed choice of `target.user` (an owner's, when None); cancelled (the host's typed answer came
+        first) or unanswered, None."""
+        key = (target.conversation, target.user)
+        target = replace(target, reply_to=None)  # the reply to the message comes later, once
         self._waiting[key] = self._waiting.get(key, 0) + 1
         try:
             if not choices:
-                await self._outbox.post(conversation, question)
+                await self._outbox.post(target, question)
                 await anyio.sleep_forever()
                 return None
-            return await self._choose(conversation, question, choices, asked)
+            return await self._choose(target, question, choices)
         finally:
             self._waiting[key] -= 1
 
-    async def _choose(self, conversation: str, question: str, choices: Sequence[str], asked: str | None) -> str | None:
+    async def _choose(self, target: Target, question: str, choices: Sequence[str]) -> str | None:
         token = secrets.token_hex(6)
         rest = [f"{number}. {choice}" for number, choice in enumerate(choices, 1)][MAX_BUTTONS:]
         text = "\n".join([question, "Or type one of:", *rest]) if rest else question
@@ -75,16 +78,16 @@ class Questions:
                 for index, choice in enumerate(choices[:MAX_BUTTONS])
             ]
         )
-        asking = self._open[token] = _Open(question, choices, asked)
+        asking = self._open[token] = _Open(question, choices, target.user)
         message: Message | None = None
         try:
-            message = await self._outbox.post(conversation, text, keyboard=keyboard)
+            message = await self._outbox.post(target, text, keyboard=keyboard)
             await asking.answered.wait()
             return asking.answer
         finally:
             del self._open[token]
             if message is not None and asking.answer is None:
-                await self._withdraw(conversation, message)
+                await self._withdraw(message)
 
     async def pressed(self, query: CallbackQuery) -> None:
         """A button press: the asked user's (or an owner's) answers, anyone else's is refused."""
@@ -106,15 +109,15 @@ class Questions:
             who = query.from_user.username or query.from_user.full_name
             decided = f"{asking.question}\n\n→ **{choice}** ({who})"
             try:
-                await self._outbox.edit(str(message.chat.id), message.message_id, decided)
+                await self._outbox.edit(str(message.chat.id), str(message.message_id), decided)
             except DeliveryFailed as failure:
                 logger.info("telegram: could not show the answer under the question: %s", failure)
 
-    async def _withdraw(self, conversation: str, message: Message) -> None:
+    async def _withdraw(self, message: Message) -> None:
         """The question expired or was answered by typing: its keyboard goes (shielded: we may be cancelled)."""
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             try:
-                await message.get_bot().edit_message_reply_markup(Chat.of(conversation).chat_id, message.message_id)
+                await message.get_bot().edit_message_reply_markup(message.chat.id, message.message_id)
             except TelegramError:
                 logger.info("telegram: could not remove the keyboard of message %s", message.message_id)
 

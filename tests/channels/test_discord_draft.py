@@ -16,9 +16,10 @@ from discord.asset import Asset
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from hermitcrab.channels.delivery import DeliveryFailed
 from hermitcrab.channels.discord import Access, DiscordChannel, point_at
-from hermitcrab.channels.discord.delivery import LIMIT, DeliveryFailed
-from hermitcrab.channels.discord.draft import StreamMode
+from hermitcrab.channels.discord.delivery import LIMIT
+from hermitcrab.channels.draft import StreamMode
 from hermitcrab.channels.pairing import PairingStore
 from hermitcrab.channels.split import split_message
 from hermitcrab.host.events import (

@@ -1,11 +1,12 @@
-"""Which Discord messages hold the reply to a message, kept on disk so a restart finds them.
+"""Which chat messages hold the reply to a message, kept on disk so a restart finds them (one file per channel).
 
 A crash mid-stream leaves a draft on screen and the message it answers in the host's inbox. The restart's recovery
 answers that message once more (runs the turn again, or sends the answer or the "I restarted" notice); with the
 draft's message ids recorded here, that answer replaces the draft instead of arriving as a second message. A record
 outlives its finished reply, with a digest of the reply's text: a crash after the reply went out but before the inbox
 heard of it makes recovery send the same text again, and that is then recognised as delivered, not sent twice. The
-key is the id of the user's message the reply answers: the one thing both the draft and the recovered event know.
+key is the conversation and the id of the user's message the reply answers (`answering`): what both the draft and
+the recovered event know, and unique in apps whose message ids are per chat (Telegram's).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from hermitcrab.host.events import Target
 from hermitcrab.util.store import JsonFile
 
 KEEP = 200
@@ -30,6 +32,11 @@ class Record:
     def delivered(self, text: str) -> bool:
         """Whether `text` is the reply these messages already show."""
         return self.finished == digest(text)
+
+
+def answering(target: Target) -> str:
+    """The key of the reply to `target.reply_to` in `target.conversation`."""
+    return f"{target.conversation}/{target.reply_to}"
 
 
 def digest(text: str) -> str:
