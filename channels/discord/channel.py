@@ -28,6 +28,7 @@ from discord.asset import Asset
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from hermitcrab.channels.chat import COMMANDS, PAIRING_TEXT, Typing, forever, logged
 from hermitcrab.channels.draft import Drafts, StreamMode
 from hermitcrab.channels.pairing import Issued, Refused
 from hermitcrab.channels.welcome import announce_approvals, tell_owners
@@ -43,18 +44,7 @@ logger = logging.getLogger(__name__)
 
 Submit = Callable[[Event], Awaitable[None]]
 
-COMMANDS = {
-    "new": "Start a fresh session",
-    "reset": "Start a fresh session",
-    "status": "Model, tokens used and context size",
-    "compact": "Summarise the older part of this session now",
-}
-PAIRING_TEXT = (
-    "Hi! I only talk to people my owner has approved. Your pairing code is **{code}** (valid for one hour). "
-    "Ask my owner to run `hermitcrab pairing approve {code}`."
-)
 TYPING_EVERY_S = 8.0
-TYPING_MAX_S = 600.0
 SEEN_MESSAGES = 2000
 RECONNECT_S = 5.0
 LOGIN_BACKOFF = Backoff(attempts=None, first_s=1.0, max_s=60.0)
@@ -117,7 +107,7 @@ class DiscordChannel:
         self.client = _Client(self)
         self._group: TaskGroup | None = None
         self._seen: OrderedDict[int, None] = OrderedDict()
-        self._typing: dict[str, anyio.CancelScope] = {}
+        self._typing = Typing(self.name, self._show_typing, (discord.HTTPException, OSError), every_s=TYPING_EVERY_S)
         self._asking: dict[tuple[str, str | None], int] = {}
         self.outbox = Outbox(self.client)
         self._inbound: dict[str, anyio.Lock] = {}
@@ -135,9 +125,8 @@ class DiscordChannel:
             await self._login()
             async with anyio.create_task_group() as group:
                 self._group = group
-                group.start_soon(
-                    _forever, "announcing approvals", announce_approvals, self.send_dm, self.access.pairing, self.name
-                )
+                announcing = (announce_approvals, self.send_dm, self.access.pairing, self.name)
+                group.start_soon(forever, self.name, "announcing approvals", *announcing)
                 await self._stay_connected()
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
@@ -195,7 +184,7 @@ class DiscordChannel:
         """Deliver `text` in parts; raise if any part could not be delivered after retries. The reply to a message
         whose draft is on screen (streamed in this turn, or left by a crash and recorded) replaces that draft; the same
         reply again (a restart's recovery after a crash that came just after it was sent) is not sent twice."""
-        self._stop_typing(target.conversation)
+        self._typing.stop(target.conversation)
         await self._drafts.send(target, text, lambda: self._post(target, text))
 
     def listener(self, target: Target) -> Listener | None:
@@ -208,8 +197,8 @@ class DiscordChannel:
         if mode == "off":
             return None
         conversation = target.conversation
-        draft = self._drafts.start(target, mode, on_shown=lambda: self._stop_typing(conversation))
-        self._group.start_soon(_logged, f"drafting in {conversation}", draft.run)
+        draft = self._drafts.start(target, mode, on_shown=lambda: self._typing.stop(conversation))
+        self._group.start_soon(logged, self.name, f"drafting in {conversation}", draft.run)
         return draft.on_event
 
     def _in_guild(self, conversation: str) -> bool:
@@ -218,13 +207,9 @@ class DiscordChannel:
 
     async def typing(self, target: Target) -> None:
         """Keep "typing…" showing in the conversation until the next message is sent there."""
-        self._stop_typing(target.conversation)
         if self._group is None or conversation_problem(target.conversation) is not None:
             return  # a conversation that is no channel: its delivery fails with the reason, typing has none to give
-        scope = self._typing[target.conversation] = anyio.CancelScope()
-        self._group.start_soon(
-            _logged, f"typing in {target.conversation}", self._keep_typing, target.conversation, scope
-        )
+        self._typing.start(self._group, target.conversation)
 
     async def wait_ready(self) -> None:
         """Until the bot is logged in and connected: a restart's recovery answers old messages only then."""
@@ -232,7 +217,7 @@ class DiscordChannel:
 
     async def idle(self, target: Target) -> None:
         """The turn is over (its reply, if any, follows): stop "typing…"."""
-        self._stop_typing(target.conversation)
+        self._typing.stop(target.conversation)
 
     async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
         """Show the question (with a button per choice) and wait for the asked user (an owner, when the question is
@@ -344,8 +329,11 @@ class DiscordChannel:
         return True
 
     async def _post(self, target: Target, text: str, view: discord.ui.View | None = None) -> discord.Message | None:
-        self._stop_typing(target.conversation)
+        self._typing.stop(target.conversation)
         return await self.outbox.post(target, text, view)
+
+    async def _show_typing(self, conversation: str) -> None:
+        await self.client.get_partial_messageable(int(conversation)).typing()
 
     async def _withdraw(self, message: discord.Message, buttons: ChoiceButtons) -> None:
         """The question expired or was answered by typing: its buttons go (shielded: we may be cancelled)."""
@@ -355,40 +343,6 @@ class DiscordChannel:
                 await message.edit(view=None)
             except (discord.HTTPException, OSError):
                 logger.info("could not remove the buttons of message %s", message.id)
-
-    # --- typing ---
-
-    def _stop_typing(self, conversation: str) -> None:
-        scope = self._typing.pop(conversation, None)
-        if scope is not None:
-            scope.cancel()
-
-    async def _keep_typing(self, conversation: str, scope: anyio.CancelScope) -> None:
-        channel = self.client.get_partial_messageable(int(conversation))
-        with scope, anyio.move_on_after(TYPING_MAX_S):
-            while True:
-                try:
-                    await channel.typing()
-                except (discord.HTTPException, OSError):
-                    logger.info("discord: typing indicator failed in %s", conversation)
-                await anyio.sleep(TYPING_EVERY_S)
-
-
-async def _logged(what: str, work: Callable[..., Awaitable[None]], *args: Any) -> None:
-    """Run one of the channel's background tasks: a failure there is logged, never the end of the channel (and with
-    it of `hermitcrab run`), which is what an exception escaping into the channel's task group would be."""
-    try:
-        await work(*args)
-    except Exception:
-        logger.exception("discord: %s failed", what)
-
-
-async def _forever(what: str, work: Callable[..., Awaitable[None]], *args: Any) -> None:
-    """A background task meant to run as long as the channel: restarted, after a pause, whenever it fails."""
-    while True:
-        await _logged(what, work, *args)
-        logger.warning("discord: %s stopped; starting it again in %g s", what, RECONNECT_S)
-        await anyio.sleep(RECONNECT_S)
 
 
 def _where(channel: object, guild_id: int | None, channel_id: int | None = None) -> Where:

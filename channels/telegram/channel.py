@@ -18,7 +18,6 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -27,6 +26,7 @@ from telegram.error import Conflict, InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
 from hermitcrab.channels.access import People
+from hermitcrab.channels.chat import COMMANDS, PAIRING_TEXT, Typing, forever, logged
 from hermitcrab.channels.delivery import DeliveryFailed
 from hermitcrab.channels.draft import Drafts, StreamMode
 from hermitcrab.channels.pairing import Issued, Refused
@@ -44,21 +44,10 @@ logger = logging.getLogger(__name__)
 
 Submit = Callable[[Event], Awaitable[None]]
 
-COMMANDS = {
-    "new": "Start a fresh session",
-    "reset": "Start a fresh session",
-    "status": "Model, tokens used and context size",
-    "compact": "Summarise the older part of this session now",
-}
-PAIRING_TEXT = (
-    "Hi! I only talk to people my owner has approved. Your pairing code is **{code}** (valid for one hour). "
-    "Ask my owner to run `hermitcrab pairing approve {code}`."
-)
 POLL_S = 25
 """How long one getUpdates waits for news: one request open at a time, answered as soon as something arrives."""
 POLL_BACKOFF = Backoff(attempts=None, first_s=1.0, max_s=60.0)
 TYPING_EVERY_S = 4.0  # Telegram shows "typing…" for 5 s per action
-TYPING_MAX_S = 600.0
 TOKEN_HELP = "check [telegram] token or TELEGRAM_BOT_TOKEN (from @BotFather)"
 UPDATES = ["message", "callback_query"]
 
@@ -119,7 +108,7 @@ class TelegramChannel:
         self.questions = Questions(self.outbox, access.people.owners)
         self._group: TaskGroup | None = None
         self._ready = anyio.Event()
-        self._typing: dict[str, anyio.CancelScope] = {}
+        self._typing = Typing(self.name, self.outbox.typing, (TelegramError,), every_s=TYPING_EVERY_S)
         self._drafts = Drafts(self.outbox, state / "drafts.json")
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -136,9 +125,8 @@ class TelegramChannel:
                     logger.warning("telegram: could not register the bot commands: %s", exc)
                 logger.info("telegram: connected as @%s", self.bot.username)
                 self._ready.set()
-                group.start_soon(
-                    _forever, "announcing approvals", announce_approvals, self.send_dm, self.people.pairing, self.name
-                )
+                announcing = (announce_approvals, self.send_dm, self.people.pairing, self.name)
+                group.start_soon(forever, self.name, "announcing approvals", *announcing)
                 await self._poll()
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
@@ -172,7 +160,7 @@ class TelegramChannel:
                 level=logging.WARNING,
             )
             for update in updates:
-                await _logged(f"update {update.update_id}", self._take, update)
+                await logged(self.name, f"update {update.update_id}", self._take, update)
                 offset = update.update_id + 1
                 self._offset.save({"offset": offset})
 
@@ -194,7 +182,7 @@ class TelegramChannel:
         """Deliver `text` in parts; raise if any part could not be delivered after retries, once the owners were
         told. The reply to a message whose draft is on screen (streamed in this turn, or left by a crash and recorded)
         replaces that draft; the same reply again (a restart's recovery just after it was sent) is not sent twice."""
-        self._stop_typing(target.conversation)
+        self._typing.stop(target.conversation)
         try:
             await self._drafts.send(target, text, lambda: self.outbox.post(target, text))
         except DeliveryFailed as failure:
@@ -218,27 +206,23 @@ class TelegramChannel:
         if mode == "off":
             return None
         conversation = target.conversation
-        draft = self._drafts.start(target, mode, on_shown=lambda: self._stop_typing(conversation))
-        self._group.start_soon(_logged, f"drafting in {conversation}", draft.run)
+        draft = self._drafts.start(target, mode, on_shown=lambda: self._typing.stop(conversation))
+        self._group.start_soon(logged, self.name, f"drafting in {conversation}", draft.run)
         return draft.on_event
 
     async def typing(self, target: Target) -> None:
         """Keep "typing…" showing until the reply is sent or the turn ends."""
-        self._stop_typing(target.conversation)
         if self._group is None or conversation_problem(target.conversation) is not None:
             return
-        scope = self._typing[target.conversation] = anyio.CancelScope()
-        self._group.start_soon(
-            _logged, f"typing in {target.conversation}", self._keep_typing, target.conversation, scope
-        )
+        self._typing.start(self._group, target.conversation)
 
     async def idle(self, target: Target) -> None:
-        self._stop_typing(target.conversation)
+        self._typing.stop(target.conversation)
 
     async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
         """Show the question (an inline keyboard for choices) and wait for the asked user (an owner, when it is
         nobody's in particular); a typed answer is the host's."""
-        self._stop_typing(target.conversation)
+        self._typing.stop(target.conversation)
         return await self.questions.ask(target, question, choices)
 
     async def send_dm(self, user: str, text: str) -> bool:
@@ -324,41 +308,9 @@ class TelegramChannel:
         if isinstance(outcome, Issued):
             await tell_owners(self.send_dm, self.people.owners, outcome, self.name)
 
-    # --- typing ---
-
-    def _stop_typing(self, conversation: str) -> None:
-        scope = self._typing.pop(conversation, None)
-        if scope is not None:
-            scope.cancel()
-
-    async def _keep_typing(self, conversation: str, scope: anyio.CancelScope) -> None:
-        with scope, anyio.move_on_after(TYPING_MAX_S):
-            while True:
-                try:
-                    await self.outbox.typing(conversation)
-                except TelegramError as exc:
-                    logger.info("telegram: typing indicator failed in %s: %s", conversation, exc)
-                await anyio.sleep(TYPING_EVERY_S)
-
 
 def _poll_again(error: Exception) -> bool:
     """getUpdates is tried again after anything but a refused token; a second poller (`Conflict`) is said loudly."""
     if isinstance(error, Conflict):
         logger.warning("telegram: another program polls this bot (or a webhook is set): %s", error)
     return not isinstance(error, InvalidToken) and isinstance(error, TelegramError | OSError)
-
-
-async def _logged(what: str, work: Callable[..., Awaitable[None]], *args: Any) -> None:
-    """A failure of one of the channel's tasks (an update it could not take, a draft, typing) is logged, never the
-    end of the channel and with it of `hermitcrab run`."""
-    try:
-        await work(*args)
-    except Exception:
-        logger.exception("telegram: %s failed", what)
-
-
-async def _forever(what: str, work: Callable[..., Awaitable[None]], *args: Any) -> None:
-    while True:
-        await _logged(what, work, *args)
-        logger.warning("telegram: %s stopped; starting it again in 5 s", what)
-        await anyio.sleep(5.0)
