@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n`]*)\n(.*?)\n[ \t]*\1[ \t]*$", re.DOTALL | re.MULTILINE)
 _VERBATIM = re.compile(
@@ -27,33 +28,38 @@ one, so a later style can nest inside an earlier one but never cross it (`**a *b
 
 def to_html(text: str) -> str:
     """`text` (Markdown) as the body of a message sent with `parse_mode=HTML`."""
-    out: list[str] = []
-    position = 0
-    for block in _FENCED.finditer(text):
-        out.append(_inline(text[position : block.start()]))
-        language = block.group(2).strip().split(maxsplit=1)
-        code = html.escape(block.group(3), quote=False)
-        if language:
-            out.append(f'<pre><code class="language-{html.escape(language[0])}">{code}</code></pre>')
-        else:
-            out.append(f"<pre>{code}</pre>")
-        position = block.end()
-    out.append(_inline(text[position:]))
-    return "".join(out)
+    return _around(_FENCED, text, _inline, _block)
+
+
+def _block(block: re.Match[str]) -> str:
+    language = block.group(2).strip().split(maxsplit=1)
+    code = html.escape(block.group(3), quote=False)
+    if not language:
+        return f"<pre>{code}</pre>"
+    return f'<pre><code class="language-{html.escape(language[0])}">{code}</code></pre>'
 
 
 def _inline(text: str) -> str:
     """Text outside code blocks: inline code and link targets kept verbatim, the rest escaped, then styled."""
+    return _around(_VERBATIM, text, _styled, _verbatim)
+
+
+def _verbatim(found: re.Match[str]) -> str:
+    if found["code"] is not None:
+        return f"<code>{html.escape(found['code'], quote=False)}</code>"
+    return f'<a href="{html.escape(found["url"])}">{_styled(found["label"])}</a>'
+
+
+def _around(
+    pattern: re.Pattern[str], text: str, outside: Callable[[str], str], inside: Callable[[re.Match[str]], str]
+) -> str:
+    """`text` with each match of `pattern` made by `inside` and the text between matches by `outside`."""
     out: list[str] = []
     position = 0
-    for found in _VERBATIM.finditer(text):
-        out.append(_styled(text[position : found.start()]))
-        if found["code"] is not None:
-            out.append(f"<code>{html.escape(found['code'], quote=False)}</code>")
-        else:
-            out.append(f'<a href="{html.escape(found["url"])}">{_styled(found["label"])}</a>')
+    for found in pattern.finditer(text):
+        out += [outside(text[position : found.start()]), inside(found)]
         position = found.end()
-    out.append(_styled(text[position:]))
+    out.append(outside(text[position:]))
     return "".join(out)
 
 
