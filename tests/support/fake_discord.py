@@ -21,7 +21,6 @@ import collections
 import datetime as dt
 import itertools
 import json
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -31,6 +30,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.support.aiohttp_thread import serving
 from tests.support.fake_llm import free_port
 
 BOT_ID = "900000000000000001"
@@ -610,26 +610,6 @@ def _json(data: object, status: int = 200, headers: dict[str, str] | None = None
 def running_fake_discord() -> Iterator[FakeDiscord]:
     """Serve a FakeDiscord from a background thread on a free port of 127.0.0.1."""
     fake = FakeDiscord(free_port())
-    started = threading.Event()
-    stop: asyncio.Event | None = None
-
-    async def main() -> None:
-        nonlocal stop
-        fake.loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        runner = web.AppRunner(fake.app())
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", fake.port).start()
-        started.set()
-        await stop.wait()
-        await runner.cleanup()
-
-    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-    thread.start()
-    assert started.wait(10), "the fake Discord did not start"
-    try:
+    with serving(fake.app, fake.port, "the fake Discord") as loop:
+        fake.loop = loop
         yield fake
-    finally:
-        assert fake.loop is not None and stop is not None
-        fake.loop.call_soon_threadsafe(stop.set)
-        thread.join(timeout=10)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.support.aiohttp_thread import serving
 from tests.support.fake_llm import free_port
 
 TOKEN = "123456:fake-telegram-token"
@@ -103,7 +103,8 @@ class FakeTelegram:
     _failures: list[int] = field(default_factory=list[int])
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _update_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
-    _arrived: asyncio.Condition | None = None
+    _arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
+    """Bound to the server's loop when first used there (asyncio's primitives bind lazily)."""
 
     @property
     def api_base(self) -> str:
@@ -229,7 +230,6 @@ class FakeTelegram:
         return True
 
     async def _api_getUpdates(self, params: Json) -> list[Json]:
-        assert self._arrived is not None
         self.polls += 1
         offset = int(params.get("offset") or 0)
         self.confirmed = max(self.confirmed, offset)
@@ -308,7 +308,6 @@ class FakeTelegram:
         }
 
     async def _add(self, update: Json) -> None:
-        assert self._arrived is not None
         async with self._arrived:
             self._updates.append({"update_id": next(self._update_ids), **update})
             self._arrived.notify_all()
@@ -339,27 +338,6 @@ async def _params(request: web.Request) -> Json:
 def running_fake_telegram() -> Iterator[FakeTelegram]:
     """Serve a FakeTelegram from a background thread on a free port of 127.0.0.1."""
     fake = FakeTelegram(free_port())
-    started = threading.Event()
-    stop: asyncio.Event | None = None
-
-    async def main() -> None:
-        nonlocal stop
-        fake.loop = asyncio.get_running_loop()
-        fake._arrived = asyncio.Condition()
-        stop = asyncio.Event()
-        runner = web.AppRunner(fake.app(), shutdown_timeout=1)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", fake.port).start()
-        started.set()
-        await stop.wait()
-        await runner.cleanup()
-
-    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-    thread.start()
-    assert started.wait(10), "the fake Telegram did not start"
-    try:
+    with serving(fake.app, fake.port, "the fake Telegram", shutdown_s=1) as loop:
+        fake.loop = loop
         yield fake
-    finally:
-        assert fake.loop is not None and stop is not None
-        fake.loop.call_soon_threadsafe(stop.set)
-        thread.join(timeout=10)
