@@ -211,3 +211,17 @@ def test_a_reply_that_keeps_failing_is_reported_to_the_owner_not_claimed(bot: Bo
     report = next(s.text for s in bot.telegram.in_chat(OWNER) if "could not be delivered" in s.text)
     assert report.startswith(f"A reply to Telegram chat {GROUP} could not be delivered: ") and "500" in report
     assert "Lost in transit." not in [sent.text for sent in bot.telegram.replies_to(asked)]
+
+
+def test_a_text_document_becomes_content_and_a_voice_note_is_saved_with_its_path(bot: Bot):
+    bot.llm.enqueue(openai_text("Read it."), openai_text("Heard it."))
+    notes = bot.telegram.user_says(OWNER, "my notes", document=("notes.md", "text/markdown", b"# Plan\n- ship `it`"))
+    assert [sent.text for sent in bot.reply(notes)] == ["Read it."]
+    document_turn = bot.user_text(-1)
+    voice = bot.telegram.user_says(OWNER, "", voice=b"OggS fake voice")
+    assert [sent.text for sent in bot.reply(voice)] == ["Heard it."]
+
+    assert document_turn.endswith("my notes\n\n[attached file notes.md]\n```\n# Plan\n- ship `it`\n```")
+    saved = re.search(r"\[attached voice note \(3 s\), saved at (\S+)\]", bot.user_text(-1))
+    assert saved is not None and Path(saved.group(1)).read_bytes() == b"OggS fake voice"
+    assert Path(saved.group(1)).is_relative_to(bot.home / "workspace" / "inbox" / "telegram")

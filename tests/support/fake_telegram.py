@@ -121,10 +121,12 @@ class FakeTelegram:
         topic: int | None = None,
         reply_to_bot: int | None = None,
         photo: bytes | None = None,
+        document: tuple[str, str, bytes] | None = None,
+        voice: bytes | None = None,
     ) -> int:
         """A user writes in their private chat with the bot (or in the group `chat`, a forum `topic` of it);
-        returns the message id. `reply_to_bot` answers that bot message; `photo` sends a picture with `text` as its
-        caption."""
+        returns the message id. `reply_to_bot` answers that bot message; `photo`, `document` (name, media type,
+        body) or `voice` (an OGG note) sends a file with `text` as its caption."""
         message_id = next(self._ids)
         where = chat if chat is not None else user
         kind = "private" if where == user else "supergroup"
@@ -138,15 +140,21 @@ class FakeTelegram:
             },
             "date": int(time.time()),
         }
+        file_id = f"file{message_id}"
         if photo is not None:
-            file_id = f"photo{message_id}"
             self.files[file_id] = photo
             message["photo"] = [
                 {"file_id": file_id, "file_unique_id": file_id, "width": 8, "height": 8, "file_size": len(photo)}
             ]
-            message["caption"] = text
-        else:
-            message["text"] = text
+        elif document is not None:
+            name, kind, body = document
+            self.files[file_id] = body
+            file: Json = {"file_id": file_id, "file_unique_id": file_id, "file_size": len(body)}
+            message["document"] = {**file, "file_name": name, "mime_type": kind}
+        elif voice is not None:
+            self.files[file_id] = voice
+            message["voice"] = {"file_id": file_id, "file_unique_id": file_id, "duration": 3, "mime_type": "audio/ogg"}
+        message["caption" if file_id in self.files else "text"] = text
         if topic is not None:
             message["message_thread_id"] = topic
             message["is_topic_message"] = True
