@@ -13,6 +13,7 @@ from typing import Any, cast
 import httpx
 
 from hermitcrab.util.retry import Backoff, retrying
+from hermitcrab.util.text import without_lone_surrogates
 
 from ..config import ProviderProfile
 from ..errors import ContextOverflowError, ProviderError, RetryableProviderError
@@ -142,7 +143,7 @@ async def _send(
 def json_body(response: httpx.Response) -> dict[str, Any]:
     """The (read) response's body as a JSON object, or a ProviderError saying what came instead."""
     try:
-        body: object = response.json()
+        body: object = without_lone_surrogates(response.json())
     except ValueError as exc:
         raise ProviderError(f"the provider answered with something that is not JSON: {response.text[:200]!r}") from exc
     if not isinstance(body, dict):

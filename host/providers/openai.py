@@ -11,6 +11,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError
 
+from hermitcrab.util.text import without_lone_surrogates
+
 from ..config import ProviderProfile
 from ..errors import ProviderError
 from ._http import HttpProvider
@@ -205,7 +207,7 @@ class ChunkAssembler:
             self.ended = True
             return ""
         try:
-            body: object = json.loads(data)
+            body: object = without_lone_surrogates(json.loads(data))
         except json.JSONDecodeError as exc:
             raise ProviderError(f"a stream chunk that is not JSON: {data[:200]!r}") from exc
         if isinstance(body, dict) and "error" in body:

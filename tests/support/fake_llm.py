@@ -211,7 +211,8 @@ def _app(fake: FakeLLM) -> Starlette:
         if asked.get("stream") and reply.stream and reply.status == 200:
             frames = (anthropic_frames if request.url.path.endswith("/messages") else openai_frames)(reply.body)
             return StreamingResponse(_sent(fake, reply, frames), media_type="text/event-stream", headers=reply.headers)
-        return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
+        body = json.dumps(reply.body)  # ASCII escapes: a scripted reply may hold what UTF-8 cannot (half a pair)
+        return Response(body, status_code=reply.status, headers=reply.headers, media_type="application/json")
 
     async def sink(request: Request) -> JSONResponse:
         fake.delivered.append(await request.json())
