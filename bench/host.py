@@ -113,6 +113,27 @@ def cli_start(runs: int, home: Path, with_server: bool) -> list[float]:
     return samples
 
 
+def cold_ask(runs: int, home: Path) -> tuple[list[float], list[float]]:
+    """`ask "hi"` with the five default servers: seconds from launch until the model is first asked, and to exit."""
+    config = stack_config(home / "cold")
+    to_model: list[float] = []
+    to_exit: list[float] = []
+    with running_fake_llm() as llm:
+        env = {**os.environ, "HERMITCRAB_HOME": str(home / "cold"), "HERMITCRAB_LLM_BASE_URL": llm.url}
+        for _ in range(runs):
+            llm.enqueue(openai_text("ok"))
+            asked = len(llm.requests)
+            start = time.perf_counter()
+            command = [sys.executable, "-m", "hermitcrab.host.cli", "ask", "--mcp-config", str(config), "hi"]
+            process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            while len(llm.requests) == asked and process.poll() is None:
+                time.sleep(0.005)
+            to_model.append(time.perf_counter() - start)
+            process.wait()
+            to_exit.append(time.perf_counter() - start)
+    return to_model, to_exit
+
+
 SERVERS = ("memory", "exec", "browser", "cron", "spawn")
 TOKEN = "bench-token"
 
@@ -258,6 +279,9 @@ def overheads(args: argparse.Namespace, home: Path) -> None:
     print("hermitcrab ask, cold start to exit (scripted LLM on 127.0.0.1)")
     print(f"  no MCP servers                         {summary(cli_start(args.cli_runs, home, False))}")
     print(f"  one stdio MCP server                   {summary(cli_start(args.cli_runs, home, True))}")
+    to_model, to_exit = cold_ask(args.cli_runs, home)
+    print(f"  five default servers, to the model     {summary(to_model)}")
+    print(f"  five default servers, to exit          {summary(to_exit)}")
 
 
 def main() -> None:
@@ -267,11 +291,15 @@ def main() -> None:
     parser.add_argument("--cli-runs", type=int, default=5)
     parser.add_argument("--budget-turns", type=int, default=10_000)
     parser.add_argument("--index-kb", type=int, default=2_000)
-    parser.add_argument("--only", choices=["overheads", "budget"])
+    parser.add_argument("--only", choices=["overheads", "budget", "cold"])
     args = parser.parse_args()
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per webhook request otherwise
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
+        if args.only == "cold":
+            to_model, to_exit = cold_ask(args.cli_runs, home)
+            print(f"ask with five default servers: to the model {summary(to_model)}; to exit {summary(to_exit)}")
+            return
         if args.only != "budget":
             overheads(args, home)
         if args.only != "overheads":

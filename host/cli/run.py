@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import signal
 import socket
 import sys
@@ -55,7 +56,11 @@ def run(mcp_config: McpConfigOption = None, verbose: VerboseOption = False, publ
     make_home_private(settings)
     with holding_home(settings.home, settings.state):
         check_listens(settings, public)
-        anyio.run(serve, settings, public)
+        logger.info("run started: pid %d, home %s", os.getpid(), settings.home)
+        try:
+            anyio.run(serve, settings, public)
+        finally:
+            logger.info("run stopped: pid %d", os.getpid())
 
 
 def check_listens(settings: Settings, public: bool) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,9 @@ from .outbox import Outbox
 from .questions import Questions
 
 logger = logging.getLogger(__name__)
+
+_TOLD: dict[str, HookEvent] = {"cron": "cron:fired", "subagent": "subagent:done"}
+"""The hook events of server items, told before their turn."""
 
 
 class Gateway:
@@ -139,7 +143,7 @@ class Gateway:
                 beat.end(reply, self.agent.now())
             await stream.settle()  # a channel's draft holds all the turn said before the reply comes to finish it
             due = deliver and event.deliver and not (event.kind == "heartbeat" and is_heartbeat_ok(reply or ""))
-            if reply and due and await self.deliver(event.target, reply, event):
+            if reply and due and await self.outbox.deliver(event.target, reply, event):  # False: a hook held it
                 stream.emit(Delivered(event.target.channel, event.target.conversation))
         self.once.delivered(event)
         self.once.end(event)
@@ -152,7 +156,7 @@ class Gateway:
         hooks = self.agent.hooks
         if event.kind == "message":
             return await hooks.received(event) if hooks.on("message:received") else event
-        happened: HookEvent | None = {"cron": "cron:fired", "subagent": "subagent:done"}.get(event.kind)
+        happened = _TOLD.get(event.kind)
         if happened is not None:
             await hooks.fire(happened, {**about(event), "metadata": _plain(event.metadata)})
         return event
@@ -168,7 +172,8 @@ class Gateway:
         return TurnStream([listener] if listener is not None else [])
 
     async def _turn(self, event: Event, stream: TurnStream) -> str | None:
-        """The agent's turn for `event`, with the channel showing it is working meanwhile."""
+        """The agent's turn for `event`, with the channel showing it is working meanwhile; one line in the log."""
+        started = time.monotonic()
         channel = self.channels.get(event.target.channel)
         if channel is not None:
             await channel.typing(event.target)
@@ -180,6 +185,15 @@ class Gateway:
             if isinstance(channel, Idles):
                 await channel.idle(event.target)
         stream.emit(TurnDone(result.reply, result.usage))
+        logger.info(
+            "turn: session %s, trigger %s, %d model calls, %d tokens in, %d out, %.1f s",
+            event.session_key,
+            event.kind,
+            result.model_calls,
+            result.usage.input_tokens,
+            result.usage.output_tokens,
+            time.monotonic() - started,
+        )
         usage = {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens}
         done = {"reply": result.reply, "usage": usage, "model_calls": result.model_calls}
         await self.agent.hooks.fire("turn:done", {**about(event), **done})
@@ -235,9 +249,8 @@ class Gateway:
         """Why (channel, to) cannot be delivered to, in words naming the field; None when it can be tried."""
         return self.outbox.target_problem(channel, to)
 
-    async def deliver(self, target: Target, text: str, answering: Event | None = None) -> bool:
-        """Send `text` (`Outbox.deliver`); False when a hook held it."""
-        return await self.outbox.deliver(target, text, answering)
+    async def deliver(self, target: Target, text: str) -> None:
+        await self.outbox.deliver(target, text)
 
     async def _worker(self, queue: ObjectReceiveStream[Event]) -> None:
         async with queue:

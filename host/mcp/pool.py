@@ -30,6 +30,7 @@ from .call_clock import call_clock
 from .content import render
 from .elicitation import ElicitationHandler
 from .oauth import LoginRequired, login_required, next_login, stored_login
+from .stderr import prefixed_stderr
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +129,8 @@ class ServerHandle:
         """Keep the server running; give up once it has failed the same way `MAX_SAME_FAILURES` times in a row."""
         while True:
             try:
-                async with self._connect() as client:
+                # a pipe per process, so a line it left unfinished ends with it, not in the next one's first
+                async with prefixed_stderr(self.config.name, self._errlog) as errlog, self._connect(errlog) as client:
                     await self._load_tools(client)
                     await self._load_prompts(client)
                     self._dead = anyio.Event()
@@ -225,7 +227,8 @@ class ServerHandle:
             self._client = None
             self._ready = anyio.Event()
 
-    def _connect(self) -> Client:
+    def _connect(self, errlog: TextIO) -> Client:
+        """A client of the server; a stdio server's process writes its stderr to `errlog`."""
         config = self.config
         target: Any
         if config.url:
@@ -237,7 +240,7 @@ class ServerHandle:
             params = StdioServerParameters(
                 command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=config.cwd
             )
-            target = stdio_client(params, errlog=self._errlog)
+            target = stdio_client(params, errlog=errlog)
         return Client(
             target,
             mode=config.protocol,
