@@ -420,7 +420,7 @@ class HookSettings:
         """`[hooks.<name>]` tables sit beside the keys of `[hooks]`: gathered into `each`, their own keys kept and
         the rest made the hook's options. A key that is no table stays, so a misspelt one is still named."""
         if not isinstance(data, dict) or "each" in data:
-            return data
+            return cast(object, data)
         given = cast(dict[str, object], data)
         own = {"enabled", "priority", "timeout_s", "on_error"}
         each: dict[str, object] = {}

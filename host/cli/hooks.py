@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import typer
 
 from ..config import Settings, load_settings
@@ -22,8 +24,9 @@ def report(settings: Settings) -> str:
     for hook in sorted(found.known, key=lambda h: h.name):
         state = "on" if hook.name in running else "off"
         lines.append(f"- {hook.name}: {state} · {', '.join(hook.events)} · {hook.source}")
-        error = errors.get(hook.name)
+        error: object = errors.get(hook.name)
         if isinstance(error, dict):
+            error = cast(dict[str, object], error)
             lines.append(f"  last error ({error.get('at')}, on {error.get('event')}): {error.get('error')}")
     if not found.known:
         lines.append("- none found")

@@ -14,7 +14,7 @@ import inspect
 import re
 import shlex
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from importlib.resources import files
 from pathlib import Path
@@ -124,21 +124,22 @@ def read_hook(file: Path) -> Hook:
     command, handler = data.get("command"), data.get("handler")
     if (command is None) == (handler is None):
         raise HookError("give exactly one of command (a program to run) or handler (module:attr of a Python hook)")
-    common = {
-        "name": name,
-        "source": str(file),
-        "description": " ".join(body.split())[:300],
-        "timeout_s": _timeout(data.get("timeout_s", DEFAULT_TIMEOUT_S)),
-        "on_error": _on_error(data.get("on_error", "deny")),
-        "priority": _priority(data.get("priority", DEFAULT_PRIORITY)),
-        "folder": file.parent,
-    }
+    hook = Hook(
+        name=name,
+        events=(),
+        source=str(file),
+        description=" ".join(body.split())[:300],
+        folder=file.parent,
+        timeout_s=_timeout(data.get("timeout_s", DEFAULT_TIMEOUT_S)),
+        on_error=_on_error(data.get("on_error", "deny")),
+        priority=_priority(data.get("priority", DEFAULT_PRIORITY)),
+    )
     if handler is not None:
         if not isinstance(handler, str):
             raise HookError("handler must be a string, module:attr")
         events, call = python_handler(_load(handler), data.get("events"))
-        return Hook(events=events, handler=call, **common)
-    return Hook(events=_events(data.get("events")), command=_command(command), **common)
+        return replace(hook, events=events, handler=call)
+    return replace(hook, events=_events(data.get("events")), command=_command(command))
 
 
 def _read_entry_point(name: str, value: str, dist: str) -> Hook | Broken:
@@ -187,8 +188,8 @@ def python_handler(target: object, declared: object) -> tuple[tuple[HookEvent, .
             instance: object = target()
         except Exception as exc:  # someone's constructor
             raise HookError(f"{target.__name__}() failed: {type(exc).__name__}: {exc}") from exc
-        methods = {e: getattr(instance, method_name(e), None) for e in EVENTS}
-        handled = {e: m for e, m in methods.items() if m is not None}
+        methods: dict[HookEvent, Any] = {e: getattr(instance, method_name(e), None) for e in EVENTS}
+        handled: dict[HookEvent, Any] = {e: m for e, m in methods.items() if m is not None}
         if not handled:
             raise HookError(f"{target.__name__} has no handler: name methods on_<event>, e.g. on_tool_before")
         if sync := [method_name(e) for e, m in handled.items() if not inspect.iscoroutinefunction(m)]:
@@ -239,7 +240,7 @@ def _timeout(value: object) -> float:
 def _on_error(value: object) -> OnError:
     if value not in ("allow", "deny"):
         raise HookError(f"on_error must be allow or deny (not {value!r})")
-    return cast(OnError, value)
+    return value
 
 
 def _priority(value: object) -> int:

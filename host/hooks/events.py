@@ -86,7 +86,7 @@ class Answer:
             raise AnswerError(f"text does not apply to {event}")
         if arguments is not None and (event != "tool:before" or not isinstance(arguments, dict)):
             raise AnswerError("arguments must be an object, and only tool:before rewrites them")
-        return cls(cast(Action | None, action), reason, text, cast(dict[str, Any] | None, arguments))
+        return cls(action, reason, text, cast(dict[str, Any] | None, arguments))
 
 
 def principal(who: Principal) -> dict[str, Any]:

@@ -67,9 +67,9 @@ async def _run_command(hook: Hook, given: dict[str, Any]) -> object:
         )
     except OSError as exc:
         raise HookFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+    output: dict[str, bytes] = {}
     try:
         async with process, anyio.create_task_group() as group:
-            output: dict[str, bytes] = {}
 
             async def read(name: str, stream: anyio.abc.ByteReceiveStream) -> None:
                 chunks = bytearray()
@@ -87,15 +87,15 @@ async def _run_command(hook: Hook, given: dict[str, Any]) -> object:
                 await process.stdin.aclose()
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):  # it need not read its input
                 pass
-            code = await process.wait()
+            await process.wait()
     except BaseException:
         _kill_group(process.pid)
         raise
     errors = output.get("stderr", b"").decode("utf-8", "replace").strip()
     if errors:
         logger.debug("hook %s said on stderr: %s", hook.name, errors[:SHOWN_STDERR_CHARS])
-    if code != 0:
-        raise HookFailed(f"exited with status {code}")
+    if process.returncode != 0:
+        raise HookFailed(f"exited with status {process.returncode}")
     text = output.get("stdout", b"").decode("utf-8", "replace").strip()
     if not text:
         return None
