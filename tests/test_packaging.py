@@ -80,8 +80,12 @@ def test_a_server_on_the_core_install_names_its_extra_in_one_line_and_exits_2(ve
     assert result.stderr == f"hermitcrab-{server} needs the {server} extra: pip install 'hermitcrab[{server}]'\n"
 
 
-def test_run_with_a_discord_token_on_the_core_install_names_the_discord_extra_in_one_line(
-    venvs: dict[str, Path], hermitcrab_home: Path, tmp_path: Path
+@pytest.mark.parametrize(
+    ("variable", "app", "extra"),
+    [("DISCORD_TOKEN", "Discord", "discord"), ("TELEGRAM_BOT_TOKEN", "Telegram", "telegram")],
+)
+def test_run_with_a_bot_token_on_the_core_install_names_the_channels_extra_in_one_line(
+    venvs: dict[str, Path], hermitcrab_home: Path, tmp_path: Path, variable: str, app: str, extra: str
 ):
     (hermitcrab_home / "config.toml").write_text("[heartbeat]\nevery_minutes = 0\n")
     no_servers = tmp_path / "mcp.json"
@@ -92,13 +96,13 @@ def test_run_with_a_discord_token_on_the_core_install_names_the_discord_extra_in
         "HERMITCRAB_LLM_BASE_URL": "http://127.0.0.1:9/v1",
         "HERMITCRAB_LLM_API_KEY": "sk-unused",
         "HERMITCRAB_MODEL": "unused",
-        "DISCORD_TOKEN": "a-bot-token",
+        variable: "a-bot-token",
     }
 
     result = run([venvs["core"] / "bin" / "hermitcrab", "run", "--mcp-config", no_servers], env)
 
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        "error: a Discord bot token is configured but the discord extra is not installed: "
-        "pip install 'hermitcrab[discord]'"
+        f"error: a {app} bot token is configured but the {extra} extra is not installed: "
+        f"pip install 'hermitcrab[{extra}]'"
     ]
