@@ -119,7 +119,10 @@ async def _send(
     except httpx.TimeoutException as exc:
         raise RetryableProviderError(f"timed out after {timeout_s:g}s") from exc
     except httpx.TransportError as exc:
-        raise RetryableProviderError(f"could not reach {url}: {exc}") from exc
+        raise RetryableProviderError(
+            f"could not reach {url} ({exc or type(exc).__name__}): check that the server is running and that the "
+            "profile's base URL (HERMITCRAB_LLM_BASE_URL, or base_url under [[providers]]) is right"
+        ) from exc
     if not response.is_error:
         return response
     try:

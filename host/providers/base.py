@@ -166,14 +166,22 @@ class FailoverProvider:
         tools: Sequence[ToolSpec],
         on_delta: TextSink | None = None,
     ) -> Completion:
-        """A StreamCutError passes through: part of the answer was shown, and the next profile would repeat it."""
+        """A StreamCutError passes through: part of the answer was shown, and the next profile would repeat it.
+
+        A profile that failed before another answered is logged as a warning; when all fail, the error says it all,
+        once (a warning before it would only repeat it)."""
         failures: list[str] = []
         for provider in self.providers:
             try:
-                return await provider.complete(system, messages, tools, on_delta)
+                completion = await provider.complete(system, messages, tools, on_delta)
             except ContextOverflowError:
                 raise  # another profile would overflow too; compaction is the cure
             except ProviderError as exc:
-                logger.warning("provider %s failed: %s", provider.label, exc)
                 failures.append(f"{provider.label}: {exc}")
+                continue
+            for failure in failures:
+                logger.warning("provider %s failed, so %s answered", failure, provider.label)
+            return completion
+        if len(failures) == 1:
+            raise AllProvidersFailed(f"the model provider {failures[0]}")
         raise AllProvidersFailed("every provider failed: " + "; ".join(failures))

@@ -27,7 +27,10 @@ def test_an_unreachable_provider_is_one_line_even_with_servers_running(hermitcra
 
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
+    # said once, on the error line alone (no logger line before it), with what to check
+    assert result.stderr.count("could not reach") == 1 and result.stderr.startswith("error: "), result.stderr
     assert f"could not reach http://127.0.0.1:{port}/v1/chat/completions" in result.stderr
+    assert "check that the server is running" in result.stderr and "HERMITCRAB_LLM_BASE_URL" in result.stderr
     assert "Traceback (most recent call last)" in (hermitcrab_home / "state" / "logs" / "host.log").read_text()
 
 
