@@ -1,13 +1,15 @@
 """`hermitcrab chat`: an interactive conversation in the terminal.
 
-Ctrl-C stops the running turn (the transcript records it as cancelled) and gives the prompt back; Ctrl-C at the
-prompt, Ctrl-D or /exit leaves.
+On a terminal the lines are read with prompt_toolkit (`Keyboard`: editing, history kept under state/, completion of
+slash commands, multi-line messages); from a pipe, line by line. Ctrl-C stops the running turn (the transcript records
+it as cancelled) and gives the prompt back; Ctrl-C at an empty prompt, Ctrl-D or /exit leaves.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+import sys
 from collections.abc import AsyncIterator, Generator
 from contextlib import contextmanager
 
@@ -15,14 +17,15 @@ import anyio
 import typer
 from rich.console import Console
 
-from hermitcrab.channels.terminal import TERMINAL, LineReader, TerminalChannel
+from hermitcrab.channels.terminal import TERMINAL, Keyboard, LineReader, Lines, TerminalChannel
 
 from ..config import Settings, load_settings
-from ..events import OWNER, Event, Target
-from ..gateway.commands import find_command
+from ..events import OWNER, Event
+from ..gateway.commands import COMMANDS, find_command
 from ..gateway.gateway import Gateway
 from ..gateway.triggers import relay_server_events
 from ..session.routing import routed
+from ..skills.invocation import prompt_usage
 from ..turn.agent import Agent
 from ..turn.failures import failure_text
 from .options import McpConfigOption, VerboseOption
@@ -33,6 +36,8 @@ console = Console()
 EXIT_WORDS = frozenset({"/exit", "/quit", "exit", "quit"})
 CANCELLED = "(cancelled by the user)"
 POLL_S = 0.05
+HISTORY_FILE = "chat_history.jsonl"
+"""Under state/: the messages typed into `chat`, for Up to recall them in the next run."""
 
 
 def chat(
@@ -47,30 +52,47 @@ def chat(
 
 
 async def _chat(settings: Settings) -> None:
-    terminal = TerminalChannel(console)
     starting = console.status("Starting MCP servers…")
     starting.start()
     async with open_agent(settings) as agent:
         starting.stop()
+        ctrl_c = _CtrlC()
+        terminal = TerminalChannel(console, _lines(settings, agent, ctrl_c))
         gateway = Gateway(agent, {"terminal": terminal}, ask_timeout_s=settings.agent.ask_timeout_s)
-        turns = _Turns(gateway, terminal, LineReader(console))
+        turns = _Turns(gateway, terminal)
         _banner(agent)
         async with anyio.create_task_group() as group:
             await group.start(gateway.serve)
             if agent.pool is not None and agent.server_events is not None:
                 group.start_soon(relay_server_events, agent.server_events, agent.pool, turns.submit, lambda: TERMINAL)
             with anyio.open_signal_receiver(signal.SIGINT) as interrupts:
-                ctrl_c = _CtrlC()
                 group.start_soon(ctrl_c.watch, interrupts)
                 await _converse(turns, ctrl_c)
             group.cancel_scope.cancel()
+
+
+def _lines(settings: Settings, agent: Agent, ctrl_c: _CtrlC) -> Lines:
+    """The keyboard when chat runs on a terminal, else the lines of the pipe it reads."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return LineReader(console)
+    return Keyboard(settings.state / HISTORY_FILE, lambda: _slash_words(agent), ctrl_c.interrupt)
+
+
+def _slash_words(agent: Agent) -> dict[str, str]:
+    """What a message may start with, for completion: the commands, the skills a user runs, the servers' prompts."""
+    words = dict.fromkeys(COMMANDS, "") | dict.fromkeys(("/exit", "/quit"), "leave the chat")
+    words |= {f"/{skill.name}": skill.description for skill in agent.skills().skills if skill.user_invocable}
+    for handle in agent.pool.handles.values() if agent.pool else ():
+        for prompt in handle.prompts:
+            words[f"/{handle.config.name}:{prompt.name}"] = prompt_usage(handle.config.name, prompt)
+    return words
 
 
 async def _converse(turns: _Turns, ctrl_c: _CtrlC) -> None:
     """Prompt, run the turn, again, until the user leaves."""
     while True:
         with ctrl_c.stops() as prompt:
-            line = await turns.reader.read("you> ")
+            line = await turns.terminal.lines.read("you> ")
         if prompt.cancelled_caught:
             console.print()  # the shell's prompt then starts on a line of its own
             return
@@ -92,8 +114,12 @@ class _CtrlC:
 
     async def watch(self, signals: AsyncIterator[int]) -> None:
         async for _ in signals:
-            if self._scope is not None:
-                self._scope.cancel()
+            self.interrupt()
+
+    def interrupt(self) -> None:
+        """Ctrl-C: the terminal's SIGINT while a turn runs, a key at a prompt."""
+        if self._scope is not None:
+            self._scope.cancel()
 
     @contextmanager
     def stops(self) -> Generator[anyio.CancelScope]:
@@ -111,10 +137,9 @@ class _Turns:
     gateway's queue. Each waits for the other (a server event is queued only between the user's turns, a user's turn
     starts once the events queued before it are done), so a session never runs two turns at once."""
 
-    def __init__(self, gateway: Gateway, terminal: TerminalChannel, reader: LineReader) -> None:
+    def __init__(self, gateway: Gateway, terminal: TerminalChannel) -> None:
         self.gateway = gateway
         self.terminal = terminal
-        self.reader = reader
         self._lock = anyio.Lock()
 
     async def submit(self, event: Event) -> None:
@@ -123,17 +148,14 @@ class _Turns:
             await self.gateway.submit(event)
 
     async def run(self, event: Event) -> None:
-        """Run the user's message to its end, reading lines that answer the agent's questions meanwhile; a
-        cancelled turn is recorded as such, so the model and `/status` see where it stopped."""
+        """Run the user's message to its end (the terminal asks the agent's questions meanwhile); a cancelled turn
+        is recorded as such, so the model and `/status` see where it stopped."""
         event = routed(event, self.gateway.dm_scope)
         async with self._lock:
             while self.gateway.pending(event.session_key):
                 await anyio.sleep(POLL_S)
             try:
-                async with anyio.create_task_group() as group:
-                    group.start_soon(self._answer_questions, event.target)
-                    await self._process(event)
-                    group.cancel_scope.cancel()
+                await self._process(event)
             except anyio.get_cancelled_exc_class():
                 if find_command(event.text) is None:  # a command (/status, /compact) writes no turn to record
                     self.gateway.agent.session(event.session_key).transcript.append("assistant", text=CANCELLED)
@@ -145,16 +167,6 @@ class _Turns:
         except Exception as exc:  # one failed turn must not end the chat
             logger.exception("turn failed for session %s", event.session_key)
             await self.terminal.send(event.target, failure_text(exc))
-
-    async def _answer_questions(self, target: Target) -> None:
-        while True:
-            if self.gateway.waiting_for_answer(target):
-                answer = await self.reader.read("answer> ")
-                if self.gateway.waiting_for_answer(target):
-                    await self.gateway.submit(Event("message", answer or "", target, principal=OWNER))
-                else:
-                    console.print("[dim](that question is no longer open)[/dim]")
-            await anyio.sleep(POLL_S)
 
 
 def _banner(agent: Agent) -> None:

@@ -25,7 +25,7 @@ CAPABILITIES = (Asks, Idles, ChecksConversations, WaitsReady, Streams)
         (DiscordChannel, {Asks, Idles, ChecksConversations, WaitsReady, Streams}),
         (TelegramChannel, {Asks, Idles, ChecksConversations, WaitsReady, Streams}),
         (WebhookChannel, {ChecksConversations, Streams}),
-        (TerminalChannel, {Streams}),
+        (TerminalChannel, {Asks, Streams}),
         (CliChannel, {Asks, Streams}),
         (WebChannel, {Asks, Idles, ChecksConversations, Streams}),
     ],

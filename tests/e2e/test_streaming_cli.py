@@ -28,12 +28,12 @@ def test_chat_on_a_terminal_shows_the_first_words_before_the_last_arrive_then_th
     llm.enqueue(Reply(openai_text(ANSWER), hold_after=HELD_AFTER))
     chat = Terminal(hermitcrab_home, llm, term="xterm")
     try:
-        wait_for(lambda: chat.prompts() == 1, f"chat did not start: {chat.output}", timeout_s=60)
+        wait_for(lambda: chat.cursor_line == "you>", f"chat did not start: {chat.screen}", timeout_s=60)
         chat.type("tell me about crabs\r")
         wait_for(lambda: FIRST in chat.output, f"the first words never showed: {chat.output}")
         assert "borrowed" not in chat.output  # the model has not sent them yet
         llm.release()
-        wait_for(lambda: chat.prompts() == 2, f"the reply never finished: {chat.output}")
+        wait_for(lambda: chat.screen.endswith("everywhere.\nyou>"), f"the reply never finished: {chat.screen}")
         chat.type(CTRL_D)
         assert chat.process.wait(timeout=30) == 0
     finally:
