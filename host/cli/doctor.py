@@ -9,8 +9,10 @@ import os
 import shutil
 import stat
 import subprocess
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import anyio
 import httpx
@@ -28,8 +30,10 @@ from hermitcrab.util.server_options import NO_SANDBOX
 
 from ..config import DiscordSettings, ProviderProfile, Settings, TelegramSettings, load_settings
 from ..errors import ConfigError
+from ..gateway.heartbeat import has_tasks, last_beat
 from ..hooks.dispatch import Hooks
 from ..inbox.deadletters import FOLDER, DeadLetters
+from ..inbox.lock import running
 from ..mcp.oauth import login_state
 from ..mcp.pool import MAX_SAME_FAILURES, McpPool, ServerHandle
 from ..providers.base import Usage
@@ -41,6 +45,8 @@ from .options import McpConfigOption
 from .run import check_listen
 
 console = Console()
+_MODELS_SHOWN = 12
+_NARROW = 120
 DISCORD_API = "https://discord.com/api/v10"
 TELEGRAM_API = "https://api.telegram.org"
 # Application flags of the privileged intent that the Discord channel asks for (verified bots, and others).
@@ -68,8 +74,13 @@ def doctor(
             f"fix: correct the key or value named above in {mcp_config or 'config.toml'}, then run doctor again"
         )
         raise typer.Exit(1) from exc
-    checks = anyio.run(run_checks, settings)
+    with console.status("checking…") as status:
+        checks = anyio.run(run_checks, settings, lambda line: status.update(escape(line)))
     table = Table("", "area", "check", "detail")
+    for column in table.columns[1:]:  # a word longer than its column (a path) folds inside its cell, never cut
+        column.overflow = "fold"
+    if console.width < _NARROW:  # the detail column gets the room, so its sentences keep their words whole
+        table.columns[1].max_width, table.columns[2].max_width = 14, 18
     for check in checks:
         mark = "[green]ok[/green]" if check.ok else ("[red]FAIL[/red]" if check.fatal else "[yellow]warn[/yellow]")
         table.add_row(mark, check.area, escape(check.name), escape(check.detail))  # details quote [sections]
@@ -78,26 +89,92 @@ def doctor(
         raise typer.Exit(1)
 
 
-async def run_checks(settings: Settings) -> list[Check]:
+async def run_checks(settings: Settings, progress: Callable[[str], None] = lambda line: None) -> list[Check]:
+    """Every check, in the table's order; those that wait on something (the provider, Discord, Telegram, the
+    servers, bubblewrap) run at once, `progress` told which are still running."""
     checks = [_home_check(settings), _private_check(settings), *_workspace_checks(settings)]
     if not settings.providers:
         checks.append(Check("provider", "configured", False, settings_help(settings)))
     async with httpx.AsyncClient() as client:
-        for profile in settings.providers:
-            checks.append(await _provider_check(client, profile))
-            checks.append(_price_check(Prices(settings.providers), profile))
-        checks.extend(await _discord_checks(client, settings))
-        checks.extend(await _telegram_checks(client, settings.telegram))
-    checks.extend(_login_checks(settings))
-    checks.extend(await _server_checks(settings))
-    checks.extend(_subagent_checks(settings))
+        waits = {
+            "provider": lambda: _provider_checks(client, settings),
+            "Discord": lambda: _discord_checks(client, settings),
+            "Telegram": lambda: _telegram_checks(client, settings.telegram),
+            "MCP servers": lambda: _server_checks(settings),
+            "exec sandbox": lambda: anyio.to_thread.run_sync(lambda: [_sandbox_check()]),
+        }
+        found = await _concurrently(waits, progress)
+    checks.extend([*found["provider"], *found["Discord"], *found["Telegram"], *_login_checks(settings)])
+    checks.extend([*found["MCP servers"], *_subagent_checks(settings), _run_check(settings)])
+    checks.extend([_webhook_check(settings), _heartbeat_check(settings)])
     checks.append(_deadletters_check(settings))
     checks.extend(_hook_checks(settings))
     checks.append(_dashboard_check(settings))
-    checks.append(_sandbox_check())
+    checks.extend(found["exec sandbox"])
     checks.append(_optional_tool("chromium", "browser", "apt-get install chromium (needed by the browser server)"))
     checks.append(_service_check())
     return checks
+
+
+async def _concurrently(
+    waits: Mapping[str, Callable[[], Awaitable[list[Check]]]], progress: Callable[[str], None]
+) -> dict[str, list[Check]]:
+    """Run each wait at once; `progress` hears which are left after each one ends."""
+    found: dict[str, list[Check]] = {}
+    left = list(waits)
+    progress(f"checking {', '.join(left)}…")
+
+    async def one(name: str) -> None:
+        found[name] = await waits[name]()
+        left.remove(name)
+        progress(f"checking {', '.join(left)}…" if left else "done")
+
+    async with anyio.create_task_group() as group:
+        for name in waits:
+            group.start_soon(one, name)
+    return found
+
+
+async def _provider_checks(client: httpx.AsyncClient, settings: Settings) -> list[Check]:
+    prices = Prices(settings.providers)
+    checks: list[Check] = []
+    for profile in settings.providers:
+        checks.extend([*await _provider_check(client, profile), _price_check(prices, profile)])
+    return checks
+
+
+def _run_check(settings: Settings) -> Check:
+    """Whether a `hermitcrab run` holds this home now: a second one would be refused."""
+    pid = running(settings.state)
+    if pid is None:
+        return Check("run", "running", True, "no `hermitcrab run` for this home now", fatal=False)
+    return Check("run", "running", True, f"`hermitcrab run` is running for this home (pid {pid})", fatal=False)
+
+
+def _webhook_check(settings: Settings) -> Check:
+    """Off without a token; else served by a running `run`, or its port free (one another program holds fails
+    `run` at start)."""
+    webhook = settings.webhook
+    if not webhook.token:
+        return Check("webhook", "served", True, "off (no [webhook] token or HERMITCRAB_WEBHOOK_TOKEN)", fatal=False)
+    if running(settings.state) is not None:
+        return Check("webhook", "served", True, f"http://{webhook.listen}/hooks/agent, by the running run")
+    try:
+        check_listen(webhook.host, webhook.port, "webhook")
+    except ConfigError as exc:
+        return Check("webhook", "served", False, str(exc))
+    return Check("webhook", "served", True, f"{webhook.listen} is free: `hermitcrab run` serves /hooks/agent")
+
+
+def _heartbeat_check(settings: Settings) -> Check:
+    """How often the heartbeat beats, whether HEARTBEAT.md gives it anything to do, and the last beat."""
+    every = settings.heartbeat.every_minutes
+    if every <= 0:
+        return Check("heartbeat", "beats", True, "off ([heartbeat] every_minutes = 0)", fatal=False)
+    path = settings.workspace / "HEARTBEAT.md"
+    tasks = path.exists() and has_tasks(path.read_text(encoding="utf-8", errors="replace"))
+    idle = "" if tasks else f"; {path.name} has no tasks, so no beat calls the model"
+    return Check("heartbeat", "beats", True, f"every {every:g} min{idle}; {last_beat(settings.state)}", fatal=False)
 
 
 def _dashboard_check(settings: Settings) -> Check:
@@ -226,7 +303,9 @@ def _workspace_checks(settings: Settings) -> list[Check]:
     return [Check("workspace", str(settings.workspace), not missing, detail, fatal=False)]
 
 
-async def _provider_check(client: httpx.AsyncClient, profile: ProviderProfile) -> Check:
+async def _provider_check(client: httpx.AsyncClient, profile: ProviderProfile) -> list[Check]:
+    """The provider answers, takes the key, and lists the profile's model (a provider without a model list, or
+    one doctor cannot read, is no fault: many local servers have none)."""
     if profile.kind == "anthropic":
         url, headers = (
             f"{profile.base_url}/v1/models",
@@ -240,13 +319,34 @@ async def _provider_check(client: httpx.AsyncClient, profile: ProviderProfile) -
     try:
         response = await client.get(url, headers=headers, timeout=10)
     except httpx.HTTPError as exc:
-        return Check("provider", profile.label, False, f"cannot reach {profile.base_url}: {type(exc).__name__}")
+        fix = "check that the server is running and the base URL (HERMITCRAB_LLM_BASE_URL, or base_url) is right"
+        return [Check("provider", profile.label, False, f"cannot reach {url} ({type(exc).__name__}): {fix}")]
     if response.status_code in (401, 403):
-        return Check(
-            "provider", profile.label, False, f"{profile.base_url} rejected the API key (HTTP {response.status_code})"
-        )
+        detail = f"{profile.base_url} rejected the API key (HTTP {response.status_code})"
+        return [Check("provider", profile.label, False, detail)]
     ok = response.status_code < 500
-    return Check("provider", profile.label, ok, f"{profile.base_url} answered HTTP {response.status_code}")
+    reached = Check("provider", profile.label, ok, f"{profile.base_url} answered HTTP {response.status_code}")
+    offered = _model_ids(response) if response.status_code == 200 else None
+    if offered is None:
+        return [reached]
+    name = f"{profile.label} model"
+    if profile.model in offered:
+        return [reached, Check("provider", name, True, f"{profile.model} is among the {len(offered)} it offers")]
+    shown = ", ".join(sorted(offered)[:_MODELS_SHOWN]) + (", …" if len(offered) > _MODELS_SHOWN else "")
+    detail = f"{profile.model} is not among the models {url} lists; it offers {shown or 'none'}: set model"
+    return [reached, Check("provider", name, False, detail, fatal=False)]
+
+
+def _model_ids(response: httpx.Response) -> set[str] | None:
+    """The model ids of an OpenAI or Anthropic `/models` answer (`{"data": [{"id": ...}]}`), None if it is none."""
+    try:
+        data = response.json().get("data")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(data, list):
+        return None
+    items = cast(list[object], data)
+    return {str(item["id"]) for item in items if isinstance(item, dict) and "id" in item}
 
 
 async def _server_checks(settings: Settings) -> list[Check]:
@@ -362,7 +462,7 @@ def _skill_checks(settings: Settings, tools: set[str]) -> list[Check]:
 
 def _server_check(handle: ServerHandle) -> Check:
     if handle.ready:
-        listed = ", ".join(tool.name for tool in handle.tools)[:120]
+        listed = ", ".join(tool.name for tool in handle.tools)
         return Check("mcp", handle.config.name, True, f"{len(handle.tools)} tools: {listed}")
     if handle.login_required is not None:
         waiting = f"waiting for a login: {handle.login_required}; a running host connects once one is stored"

@@ -47,6 +47,19 @@ def holding_home(home: Path, state: Path) -> Generator[None]:
         lock.release()
 
 
+def running(state: Path) -> str | None:
+    """The pid of the `run` that holds this home now (or "unknown", see `holder`); None when none does."""
+    if not (state / LOCK_FILE).exists():
+        return None
+    lock = FileLock(state / LOCK_FILE, thread_local=False)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        return holder(state)
+    lock.release()
+    return None
+
+
 def holder(state: Path) -> str:
     """The pid the lock's holder wrote, or "unknown" in the instant between its taking the lock and writing it."""
     try:

@@ -38,7 +38,7 @@ def test_a_good_token_logs_in_as_the_bot(hermitcrab_home: Path, telegram: FakeTe
 
     assert f"ok telegram token logs in as @{BOT_USERNAME} ({BOT_ID})" in output
     assert f"ok telegram owner owners: {OWNER}" in output
-    assert "webhook" not in output and "privacy" not in output and TOKEN not in output
+    assert "telegram webhook" not in output and "privacy" not in output and TOKEN not in output
 
 
 def test_a_refused_token_says_where_to_get_it_and_is_never_printed(hermitcrab_home: Path, telegram: FakeTelegram):
