@@ -21,6 +21,8 @@ from ..usage.tally import price_hints, tally, today_line
 from .heartbeat import last_beat
 
 Command = Callable[[Agent, Event], Awaitable[str]]
+
+
 async def new_session(agent: Agent, event: Event) -> str:
     """Tell the session:new (or session:reset) hooks, the session-end capture among them, while the old transcript
     is still the session's; then point the key at a fresh one. What the hooks say back ends the reply."""
