@@ -159,6 +159,11 @@ class ProviderProfile:
     api_key: str | None = Field(default=None, repr=False)
     name: str = ""
     max_tokens: int = Field(default=4096, gt=0)
+    """The longest answer asked for, in tokens."""
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None
+    """Which field carries `max_tokens` to an OpenAI-compatible server. Unset: `max_completion_tokens` for
+    api.openai.com (its o-series and gpt-5 models refuse `max_tokens`, and every chat model there takes the newer
+    field), `max_tokens` elsewhere (what vLLM, llama.cpp, Ollama and most proxies know)."""
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
     api_key_env: str | None = None

@@ -31,7 +31,7 @@ class OpenAIProvider(HttpProvider):
         payload: dict[str, Any] = {
             "model": self.profile.model,
             "messages": [{"role": "system", "content": system}, *to_wire(messages, takes_images(self.profile))],
-            "max_tokens": self.profile.max_tokens,
+            max_tokens_field(self.profile): self.profile.max_tokens,
         }
         if tools:
             payload["tools"] = [
@@ -59,6 +59,14 @@ def sends_cache_key(profile: ProviderProfile) -> bool:
     if profile.prompt_cache_key is not None:
         return profile.prompt_cache_key
     return urlsplit(profile.base_url).hostname == "api.openai.com"
+
+
+def max_tokens_field(profile: ProviderProfile) -> str:
+    """The field the answer's length limit goes in: as the profile says, else `max_completion_tokens` for OpenAI's
+    own API (whose reasoning models refuse `max_tokens`) and `max_tokens` for the servers that copy its older API."""
+    if profile.max_tokens_field is not None:
+        return profile.max_tokens_field
+    return "max_completion_tokens" if urlsplit(profile.base_url).hostname == "api.openai.com" else "max_tokens"
 
 
 def takes_images(profile: ProviderProfile) -> bool:
