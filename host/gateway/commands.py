@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from ..events import Event
 from ..hooks.events import HookEvent, about
@@ -13,9 +14,12 @@ from ..mcp.pool import ServerHandle
 from ..session.transcript import CHARS_PER_TOKEN
 from ..skills.catalog import report
 from ..skills.invocation import prompt_usage
+from ..trust.policy import HOST_SERVER
 from ..turn.agent import Agent, private_turn
 from ..turn.compaction import Budget
+from ..turn.context import message_chars, spec_chars
 from ..turn.flush import Unattended
+from ..turn.persona import PersonaFile
 from ..usage.prices import Prices
 from ..usage.tally import price_hints, tally, today_line
 from .heartbeat import last_beat
@@ -38,15 +42,13 @@ async def status(agent: Agent, event: Event) -> str:
     session = agent.session(event.session_key)
     usage = session.usage
     counted = session.transcript.view().context_tokens()
-    context = agent.last_context_chars.get(event.session_key)
     budget = Budget.of(agent.settings.agent)
     limits = f" of {budget.window:,}; compacts at {budget.threshold:,}"
     if counted:
         context_text = f"~{counted:,} tokens (the provider's count plus what came since){limits}"
-    elif context:
-        context_text = f"~{context // CHARS_PER_TOKEN:,} tokens ({context:,} chars){limits}"
     else:
-        context_text = "not measured yet (no turn so far)"
+        sent = _Sent.of(agent, event)
+        context_text = f"~{_tokens(sent.total)} estimated (system prompt, tool schemas, history; /context){limits}"
     servers: list[ServerHandle] = list(agent.pool.handles.values()) if agent.pool else []
     server_text = "".join(f"\n- {h.config.name}: {h.state}" for h in servers) or " none"
     children = await agent.subagents.running(event.session_key)
@@ -71,16 +73,60 @@ def _dead_letters_line(agent: Agent) -> str:
     return f"Dead letters: {count} (hermitcrab deadletters list)" if count else "Dead letters: none"
 
 
+@dataclass(frozen=True)
+class _Sent:
+    """What the session's next request sends, in characters, counted as `ContextKeeper` estimates it."""
+
+    system: int
+    persona: list[PersonaFile]
+    tools: dict[str, tuple[int, int]]
+    """Per server (`host` for the host's own tools): how many tools, how many characters of schema."""
+    history: int
+    messages: int
+
+    @classmethod
+    def of(cls, agent: Agent, event: Event) -> _Sent:
+        toolbox = agent.toolbox(event, Unattended())
+        system = agent.system_prompt(event, toolbox)
+        tools: dict[str, tuple[int, int]] = {}
+        for spec in toolbox.specs():
+            server = (agent.pool.server_of(spec.name) if agent.pool else None) or HOST_SERVER
+            count, chars = tools.get(server, (0, 0))
+            tools[server] = (count + 1, chars + spec_chars(spec))
+        messages = agent.session(event.session_key).messages()
+        persona = agent.last_persona[event.session_key]
+        return cls(len(system), persona, tools, sum(map(message_chars, messages)), len(messages))
+
+    @property
+    def total(self) -> int:
+        return self.system + sum(chars for _, chars in self.tools.values()) + self.history
+
+
+def _tokens(chars: int) -> str:
+    return f"{chars // CHARS_PER_TOKEN:,} tokens"
+
+
 async def context(agent: Agent, event: Event) -> str:
-    persona = agent.last_persona.get(event.session_key) or agent.persona(event)
-    lines = ["Bootstrap files injected:"]
-    for file in persona:
+    """Everything the next request sends, part by part: the system prompt (with the bootstrap files in it), the
+    tool schemas per server, the history; tokens estimated as compaction estimates them."""
+    sent = _Sent.of(agent, event)
+    lines = [
+        f"What the next request sends (tokens estimated at {CHARS_PER_TOKEN} characters each):",
+        f"- System prompt: {sent.system:,} chars (~{_tokens(sent.system)}), with the bootstrap files:",
+    ]
+    for file in sent.persona:
         if file.missing:
-            lines.append(f"- {file.name}: missing")
+            lines.append(f"  - {file.name}: missing")
         else:
             cut = f", truncated to {len(file.text):,}" if file.truncated else ""
-            lines.append(f"- {file.name}: {file.chars:,} chars{cut}")
-    lines.append(f"Total: {sum(len(f.text) for f in persona):,} chars")
+            lines.append(f"  - {file.name}: {file.chars:,} chars{cut}")
+    schemas = sum(chars for _, chars in sent.tools.values())
+    count = sum(tools for tools, _ in sent.tools.values())
+    lines.append(f"- Tool schemas: {count} tools, {schemas:,} chars (~{_tokens(schemas)}):")
+    for server, (tools, chars) in sorted(sent.tools.items(), key=lambda item: -item[1][1]):
+        lines.append(f"  - {server}: {tools} tools, {chars:,} chars")
+    lines.append(f"- History: {sent.messages} messages, {sent.history:,} chars (~{_tokens(sent.history)})")
+    lines.append(f"Total: {sent.total:,} chars (~{_tokens(sent.total)})")
     return "\n".join(lines)
 
 

@@ -48,7 +48,6 @@ class Agent:
     server_events: ObjectReceiveStream[ServerEvent] | None = None
     clock: Clock = field(default=lambda: dt.datetime.now().astimezone())
     last_persona: dict[str, list[PersonaFile]] = field(default_factory=dict[str, list[PersonaFile]])
-    last_context_chars: dict[str, int] = field(default_factory=dict[str, int])
     budget: Budget | None = None
     subagents: SubagentWatch = field(init=False)
     shelf: SkillShelf = field(default_factory=SkillShelf)
@@ -113,10 +112,10 @@ class Agent:
         catalog = self.skills()
         invoked = await invoke(event.text, catalog, self.pool, event.session_key) if event.kind == "message" else None
         if invoked is not None and invoked.reply is not None:
-            return TurnResult(invoked.reply, Usage(), 0, 0)
+            return TurnResult(invoked.reply, Usage(), 0)
         spent = self.budget.spent(event.principal.rights, self.now().date()) if self.budget else None
         if spent is not None:
-            return TurnResult(spent.reply, Usage(), 0, 0, spent)
+            return TurnResult(spent.reply, Usage(), 0, spent)
         toolbox = self.toolbox(event, conversation, catalog)
         subagents = await self.subagents.running(event.session_key)
         session = self.session(event.session_key)
@@ -141,7 +140,6 @@ class Agent:
             )
         finally:
             cache_scope.reset(scope)
-        self.last_context_chars[event.session_key] = result.context_chars
         if self.budget is not None:
             self.budget.charge(
                 event.principal.rights, self.now().date(), result.model_calls, result.usage, result.answers

@@ -16,7 +16,7 @@ from ..config import AgentSettings
 from ..errors import ContextOverflowError
 from ..events import Compaction
 from ..hooks.dispatch import Hooks
-from ..providers.base import Message, Provider
+from ..providers.base import Message, Provider, ToolSpec
 from ..session.transcript import MESSAGE_OVERHEAD_CHARS, SUMMARY_HEADER, Session
 from .compaction import CHARS_PER_TOKEN, Budget, Compacted, compact
 from .flush import FlushTarget, flush
@@ -50,8 +50,7 @@ class ContextKeeper:
 
     def __post_init__(self) -> None:
         self.budget = Budget.of(self.settings)
-        tools = sum(len(s.name) + len(s.description) + len(json.dumps(s.parameters)) for s in self.toolbox.specs())
-        self._fixed_chars = len(self.system) + tools
+        self._fixed_chars = len(self.system) + sum(map(spec_chars, self.toolbox.specs()))
 
     def tokens(self, messages: Sequence[Message]) -> int:
         """The context's size: the provider's last count plus what came since, or else an estimate of it all."""
@@ -106,6 +105,11 @@ class ContextKeeper:
         if done.failure:
             self.notices.append(FAILED_SUMMARY_NOTICE.format(failure=done.failure[:200]))
         return done
+
+
+def spec_chars(spec: ToolSpec) -> int:
+    """A tool's schema as counted towards the context: its name, description and parameters."""
+    return len(spec.name) + len(spec.description) + len(json.dumps(spec.parameters))
 
 
 def message_chars(message: Message) -> int:

@@ -49,7 +49,6 @@ class Exchange:
     answers: list[Completion] = field(default_factory=list[Completion])
     """Every answer, for what it cost: its model and provider price its usage (`turn/budget.py`)."""
     calls: int = 0
-    context_chars: int = 0
 
     def __post_init__(self) -> None:
         self._text = Unsilenced(self.stream)
@@ -63,7 +62,6 @@ class Exchange:
             self.calls += 1
             if self.prepare is not None:
                 messages[:] = await self.prepare(messages)
-            self.context_chars = len(self.system) + sum(len(m.content) for m in messages)
             completion = await self._complete(messages, specs)
             self.usage = self.usage + completion.usage
             self.answers.append(completion)

@@ -44,7 +44,6 @@ class TurnResult:
     reply: str | None
     usage: Usage
     model_calls: int
-    context_chars: int
     spent: Spent | None = None
     """The budget that kept this turn from calling the model, when one did (`budget.py`)."""
     answers: tuple[Completion, ...] = ()
@@ -112,6 +111,4 @@ async def run_turn(
         logger.warning("session %s still overflows after compacting", session.key, exc_info=True)
         reply = failure_text(exc)
     reply = keeper.annotate("" if is_silent(reply) else reply)
-    return TurnResult(
-        reply or None, exchange.usage, exchange.calls, exchange.context_chars, answers=tuple(exchange.answers)
-    )
+    return TurnResult(reply or None, exchange.usage, exchange.calls, answers=tuple(exchange.answers))

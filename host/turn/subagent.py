@@ -76,7 +76,7 @@ async def run_subagent(
     today = now.date()
     spent = agent.budget.spent(principal.rights, today) if agent.budget else None
     if spent is not None:
-        return TurnResult(spent.reply, Usage(), 0, 0, spent)
+        return TurnResult(spent.reply, Usage(), 0, spent)
     result = await run_turn(
         provider=agent.provider,
         toolbox=toolbox,

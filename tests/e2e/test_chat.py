@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -70,3 +71,23 @@ def test_chat_shows_what_a_server_queued_while_it_is_open(hermitcrab_home, llm, 
 
     assert chat.returncode == 0
     assert "Time to stretch!" in log.read_text()
+
+
+def test_an_unknown_command_makes_no_model_call_and_context_counts_all_that_is_sent(hermitcrab, llm, desktop_config):
+    commands = "/nosuchskill foo\n/context\n/status\n/exit\n"
+
+    result = hermitcrab("chat", "--mcp-config", str(desktop_config()), stdin=commands)
+
+    assert result.returncode == 0, result.stderr
+    assert "Unknown command /nosuchskill, see /help." in result.stdout
+    assert llm.requests == []
+    sizes = {
+        part: int(size.replace(",", ""))
+        for part, size in re.findall(
+            r"(System prompt|Tool schemas|History|Total): (?:\d+ \w+, )?([\d,]+) chars", result.stdout
+        )
+    }
+    assert sizes["System prompt"] > 0 and sizes["Tool schemas"] > 0
+    assert sizes["Total"] == sizes["System prompt"] + sizes["Tool schemas"] + sizes["History"]
+    assert re.search(r"testkit: \d+ tools, [\d,]+ chars", result.stdout) and "AGENTS.md" in result.stdout
+    assert f"~{sizes['Total'] // 4:,} tokens estimated (system prompt, tool schemas, history" in result.stdout
