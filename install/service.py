@@ -7,6 +7,7 @@ so API keys belong in `config.toml` (`api_key = ...`), which `hermitcrab init` m
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import os
 import plistlib
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from hermitcrab.host.config import home_dir, load_settings
+from hermitcrab.host.config import ENVIRONMENT, PROVIDER_VARIABLES, Settings, home_dir, load_settings
 from hermitcrab.host.errors import ConfigError, HermitcrabError
 from hermitcrab.util.files import atomic_write_text
 
@@ -256,20 +257,60 @@ def program_for(environ: Mapping[str, str]) -> Program:
     return Program(Path(found).absolute(), home_dir(environ), environ.get("PATH", os.defpath))
 
 
-def preflight(program: Program) -> list[str]:
-    """Why `run` would fail under the service, which sees only HERMITCRAB_HOME and PATH: warnings, not errors."""
+def preflight(program: Program, shell: Mapping[str, str]) -> list[str]:
+    """Why `run` would fail or do less under the service, which sees only HERMITCRAB_HOME and PATH of the `shell`
+    installing it: warnings, not errors."""
     if not (program.home / "config.toml").exists():
         return [f"no config.toml in {program.home}: run `hermitcrab init` before the service starts"]
+    service = {"HERMITCRAB_HOME": str(program.home), "PATH": program.path}
     try:
-        settings = load_settings({"HERMITCRAB_HOME": str(program.home), "PATH": program.path})
+        settings = load_settings(service)
     except ConfigError as exc:
         return [f"`hermitcrab run` will stop at once: {exc}"]
+    warnings: list[str] = []
     if not settings.providers:
-        return [
+        warnings.append(
             "with only HERMITCRAB_HOME and PATH no model provider is configured: add a [[providers]] table with "
             f"api_key = ... to {settings.config_file}"
-        ]
-    return []
+        )
+    missed = shell_only(service, settings, shell)
+    if missed:
+        where = "; ".join(f"{name} as {missed[name]}" for name in sorted(missed))
+        warnings.append(
+            f"set only in this shell, so the service will not see {', '.join(sorted(missed))}: put each in "
+            f"{settings.config_file} ({where})"
+        )
+    return warnings
+
+
+def shell_only(service: Mapping[str, str], settings: Settings, shell: Mapping[str, str]) -> dict[str, str]:
+    """The variables `shell` sets that would change what `run` does and that the `service` environment lacks, each
+    with the config key to hold its value instead (the values themselves are never shown). One that changes
+    nothing that `run` uses (a vendor key beside a profile with its own) is no loss."""
+    keys = {name: f"[{table}] {key}" for name, (table, key) in ENVIRONMENT.items()}
+    keys |= {name: "api_key (or base_url, model) in a [[providers]] table" for name in PROVIDER_VARIABLES}
+    keys |= {p.api_key_env: "api_key in its [[providers]] table" for p in settings.providers if p.api_key_env}
+    keys |= {name: "the matching config.toml key" for name in shell if name.startswith("HERMITCRAB_")}
+    missed: dict[str, str] = {}
+    for name, where in keys.items():
+        if name in service or not shell.get(name, "").strip():
+            continue
+        try:
+            changes = _in_use(load_settings({**service, name: shell[name]})) != _in_use(settings)
+        except ConfigError:
+            changes = True  # a value the config cannot take still reaches `run` from this shell
+        if changes:
+            missed[name] = where
+    return missed
+
+
+def _in_use(settings: Settings) -> Settings:
+    """What `run` goes by, for telling whether a variable matters: a profile after the first is a spare for failover
+    (a vendor key seen only in the shell adds one at the end), and the server entries that pass a provider variable
+    on (`${OPENAI_API_KEY:-}`, as init writes spawn's) do so for sub-agents, which read the same config; the whole
+    environment kept for skills' requirements always differs."""
+    skills = dataclasses.replace(settings.skills, environ={})
+    return dataclasses.replace(settings, providers=settings.providers[:1], servers=(), skills=skills)
 
 
 def has_tool(manager: ServiceManager) -> bool:

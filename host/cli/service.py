@@ -62,7 +62,7 @@ def install(
     commands = manager.start() if start else []
     if commands and not dry_run:
         require_tool(manager)
-    for line in preflight(program):
+    for line in preflight(program, os.environ):
         _warn(line)
     if dry_run:
         typer.echo(f"would write {manager.path}:\n{manager.render(program)}")

@@ -329,3 +329,22 @@ def test_doctor_says_whether_the_service_is_installed_and_running(user_home: Pat
 
     assert re.search(r"ok .* service .* installed .* no: `hermitcrab service install` keeps it running", before.stdout)
     assert re.search(rf"ok .* service .* {unit_path(user_home)} .* running: yes \(pid 4242\)", after.stdout)
+
+
+def test_install_names_every_variable_only_this_shell_sets(
+    user_home: Path, hermitcrab_home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    runner.invoke(app, ["init"])
+    config = hermitcrab_home / "config.toml"
+    config.write_text(f'[[providers]]\nkind = "openai"\napi_key = "sk-test"\n\n{config.read_text()}')
+    monkeypatch.setenv("DISCORD_TOKEN", "discord-secret-in-shell")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123:telegram-secret")
+    monkeypatch.setenv("HERMITCRAB_MODEL", "gpt-5")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-vendor")  # the profile has its own key: nothing is lost
+
+    said = runner.invoke(app, ["service", "install", "--no-start"]).stderr
+
+    assert "the service will not see DISCORD_TOKEN, HERMITCRAB_MODEL, TELEGRAM_BOT_TOKEN:" in said, said
+    assert "DISCORD_TOKEN as [discord] token" in said and "TELEGRAM_BOT_TOKEN as [telegram] token" in said
+    assert "OPENAI_API_KEY" not in said
+    assert "discord-secret-in-shell" not in said and "telegram-secret" not in said
