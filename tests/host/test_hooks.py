@@ -208,3 +208,27 @@ async def test_an_entry_point_hook_installed_beside_the_host_is_found_and_runs(
     (hook,) = [h for h in gateway.agent.hooks.hooks if h.name == "turn-counter"]
     assert hook.events == ("turn:done",) and hook.source == "entry point turn_counter:Counter (turn_counter-hook)"
     assert sys.modules["turn_counter"].Counter.seen == [("turn:done", 10, "hello")]
+
+
+async def test_message_received_may_rewrite_a_message_or_drop_it_unanswered(tmp_path: Path):
+    command_hook(
+        tmp_path / "hooks",
+        "screen",
+        ["message:received"],
+        """
+        if "lottery" in event["text"]:
+            print(json.dumps({"action": "drop", "reason": "spam"}))
+        else:
+            print(json.dumps({"text": event["text"].replace("pls", "please")}))
+        """,
+    )
+    provider = ScriptedProvider().say("Sure.")
+    channel = RecordingChannel()
+    gateway = gateway_for(settings_with(tmp_path, "screen"), provider, channel)
+
+    dropped = await gateway.process(Event("message", "you won the lottery", ROOM, principal=OWNER))
+    await gateway.process(Event("message", "pls water the plants", ROOM, principal=OWNER))
+
+    assert dropped is None and channel.texts == ["Sure."]
+    (request,) = provider.seen
+    assert request["messages"][-1].content == "please water the plants"
