@@ -68,6 +68,7 @@ async def _run_command(hook: Hook, given: dict[str, Any]) -> object:
     except OSError as exc:
         raise HookFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
     output: dict[str, bytes] = {}
+    flooded: list[str] = []
     try:
         async with process, anyio.create_task_group() as group:
 
@@ -75,8 +76,10 @@ async def _run_command(hook: Hook, given: dict[str, Any]) -> object:
                 chunks = bytearray()
                 async for chunk in stream:
                     chunks += chunk
-                    if len(chunks) > MAX_OUTPUT_BYTES:
-                        raise HookFailed(f"more than {MAX_OUTPUT_BYTES:,} bytes of output")
+                    if len(chunks) > MAX_OUTPUT_BYTES:  # stopped here: raising would come out as an ExceptionGroup
+                        flooded.append(name)
+                        _kill_group(process.pid)
+                        return
                 output[name] = bytes(chunks)
 
             assert process.stdin and process.stdout and process.stderr  # all three are pipes
@@ -91,6 +94,8 @@ async def _run_command(hook: Hook, given: dict[str, Any]) -> object:
     except BaseException:
         _kill_group(process.pid)
         raise
+    if flooded:
+        raise HookFailed(f"more than {MAX_OUTPUT_BYTES:,} bytes on {flooded[0]}")
     errors = output.get("stderr", b"").decode("utf-8", "replace").strip()
     if errors:
         logger.debug("hook %s said on stderr: %s", hook.name, errors[:SHOWN_STDERR_CHARS])

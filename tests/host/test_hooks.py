@@ -16,7 +16,7 @@ from hermitcrab.host.config import AgentSettings, HookEntry, HookSettings, Serve
 from hermitcrab.host.events import OWNER, Event, Target, person
 from hermitcrab.host.gateway.gateway import Gateway
 from hermitcrab.host.hooks.catalog import discover
-from hermitcrab.host.hooks.dispatch import Hooks
+from hermitcrab.host.hooks.dispatch import Hooks, last_errors
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
 from tests.support.channels import RecordingChannel, run_turn_with_servers
@@ -232,3 +232,25 @@ async def test_message_received_may_rewrite_a_message_or_drop_it_unanswered(tmp_
     assert dropped is None and channel.texts == ["Sure."]
     (request,) = provider.seen
     assert request["messages"][-1].content == "please water the plants"
+
+
+async def test_a_hook_that_exits_badly_or_answers_garbage_is_skipped_with_its_error_kept(tmp_path: Path):
+    scripts = {
+        "exits": "sys.exit(3)",
+        "not-json": "print('hello')",
+        "floods": "sys.stdout.write('x' * 2_000_000)",
+        "wrong-action": "print(json.dumps({'action': 'deny'}))",
+    }
+    for name, script in scripts.items():
+        command_hook(tmp_path / "hooks", name, ["turn:done"], script)
+    hooks = Hooks.load(settings_with(tmp_path, *scripts))
+
+    assert await hooks.fire("turn:done", {"reply": "hi"}) == []
+
+    errors = {name: entry["error"] for name, entry in last_errors(settings_with(tmp_path)).items()}
+    assert errors == {
+        "exits": "exited with status 3",
+        "not-json": "its output is not JSON (print nothing, or one JSON object)",
+        "floods": "more than 1,000,000 bytes on stdout",
+        "wrong-action": "bad answer: action 'deny' does not apply to turn:done (its actions: none: it only observes)",
+    }
