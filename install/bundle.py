@@ -11,6 +11,7 @@ the host does not import servers) with the bundle's default settings and lists i
 
 from __future__ import annotations
 
+import inspect
 import json
 import tempfile
 import zipfile
@@ -31,19 +32,44 @@ MANIFEST_VERSION = "0.4"  # the first with `uv` servers (marked experimental in 
 ENTRY_POINT = "server/main.py"
 PLATFORMS = ["darwin", "linux"]  # the servers use POSIX process groups and signals
 LIST_TIMEOUT_S = 60
+WHEELS = "wheels"
 
 
-def build_bundle(name: str, out_dir: Path) -> Path:
-    """Write `out_dir/NAME.mcpb` and return its path."""
+def build_bundle(name: str, out_dir: Path, wheel: Path | None = None) -> Path:
+    """Write `out_dir/NAME.mcpb` and return its path. With `wheel` (a hermitcrab wheel of this version, built from
+    a checkout), the bundle carries it and uv installs hermitcrab from it instead of from PyPI."""
+    own = version("hermitcrab")
+    if wheel is not None:
+        check_wheel(wheel, own)
     tools = anyio.run(listed_tools, name)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.mcpb"
-    own = version("hermitcrab")
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as bundle:
         bundle.writestr("manifest.json", json.dumps(manifest(name, tools, own), indent=2) + "\n")
-        bundle.writestr("pyproject.toml", pyproject(name, own))
+        bundle.writestr("pyproject.toml", pyproject(name, own, wheel.name if wheel else None))
         bundle.writestr(ENTRY_POINT, launcher(name))
+        if wheel is not None:
+            bundle.write(wheel, f"{WHEELS}/{wheel.name}")
     return path
+
+
+def published_note(name: str) -> str:
+    """What a bundle that installs from PyPI needs, said when it is built: that release, published."""
+    own = version("hermitcrab")
+    return (
+        f"this bundle installs hermitcrab[{name}]=={own} from PyPI, so it works only once that release is published; "
+        f"for a bundle of this checkout, build its wheel (uv build --wheel) and embed it: "
+        f"hermitcrab bundle {name} --local dist/hermitcrab-{own}-py3-none-any.whl"
+    )
+
+
+def check_wheel(wheel: Path, own_version: str) -> None:
+    """A hermitcrab wheel of the version that lists the tools, or a sentence saying what it is instead."""
+    parts = wheel.name.split("-")
+    if not wheel.is_file() or wheel.suffix != ".whl" or parts[0] != "hermitcrab":
+        raise ToolServerError(f"{wheel} is no hermitcrab wheel (uv build --wheel makes dist/hermitcrab-*.whl)")
+    if parts[1] != own_version:
+        raise ToolServerError(f"{wheel.name} is version {parts[1]}, but this hermitcrab is {own_version}")
 
 
 def manifest(name: str, tools: list[dict[str, str]], own_version: str) -> dict[str, Any]:
@@ -87,8 +113,10 @@ def user_config(facts: ServerFacts) -> dict[str, dict[str, Any]]:
     return config
 
 
-def pyproject(name: str, own_version: str) -> str:
-    """The bundle's dependencies for the app's uv: the server's extra at the version that listed the tools."""
+def pyproject(name: str, own_version: str, wheel: str | None = None) -> str:
+    """The bundle's dependencies for the app's uv: the server's extra at the version that listed the tools, from
+    the bundle's own `wheel` when it carries one."""
+    source = f'\n[tool.uv.sources]\nhermitcrab = {{ path = "{WHEELS}/{wheel}" }}\n' if wheel else ""
     return (
         "[project]\n"
         f'name = "hermitcrab-{name}-bundle"\n'
@@ -96,6 +124,7 @@ def pyproject(name: str, own_version: str) -> str:
         f'description = "{FACTS[name].description}"\n'
         'requires-python = ">=3.11"\n'
         f'dependencies = ["hermitcrab[{name}]=={own_version}"]\n'
+        f"{source}"
     )
 
 
@@ -120,7 +149,7 @@ async def listed_tools(name: str) -> list[dict[str, str]]:
         except Exception as exc:  # its own reason (a missing extra, a bad flag) went to stderr, above this line
             failed = f"hermitcrab-{name} did not start and list its tools, so no bundle was written"
             raise ToolServerError(failed) from exc
-    return [{"name": tool.name, "description": tool.description or ""} for tool in listed]
+    return [{"name": tool.name, "description": inspect.cleandoc(tool.description or "")} for tool in listed]
 
 
 def default_args(facts: ServerFacts, scratch: Path) -> list[str]:

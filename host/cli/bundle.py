@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from hermitcrab.install.bundle import build_bundle
+from hermitcrab.install.bundle import build_bundle, published_note
 from hermitcrab.install.registry_entry import DEFAULT_NAMESPACE, server_json
 
 from .servers import ServerName
@@ -17,9 +17,19 @@ from .servers import ServerName
 def bundle(
     name: ServerName,
     out: Annotated[Path, typer.Option("--out", help="Folder to write NAME.mcpb into.")] = Path("dist"),
+    local: Annotated[
+        Path | None,
+        typer.Option(
+            "--local",
+            help="A hermitcrab wheel of this version (uv build --wheel in a checkout) for the bundle to carry and "
+            "install from, instead of the release on PyPI.",
+        ),
+    ] = None,
 ) -> None:
     """Write a Claude Desktop bundle (NAME.mcpb): open it in Claude Desktop to install the server."""
-    typer.echo(str(build_bundle(name, out)))
+    typer.echo(str(build_bundle(name, out, local)))
+    if local is None:
+        typer.echo(f"note: {published_note(name)}", err=True)
 
 
 def registry_json(

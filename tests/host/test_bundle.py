@@ -9,12 +9,15 @@ spec says (`${__dirname}`, `${HOME}` in defaults, `${user_config.KEY}`).
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +46,12 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in OWN_SERVERS:
         result = CliRunner().invoke(app, ["bundle", name, "--out", str(out)])
         assert result.exit_code == 0, result.output
-        assert result.output.strip() == str(out / f"{name}.mcpb")
+        assert result.stdout.strip() == str(out / f"{name}.mcpb")
+        # said at build time: the bundle needs the release on PyPI, and how to make one of this checkout instead
+        assert f"installs hermitcrab[{name}]==" in result.stderr and "works only once that release is published" in (
+            result.stderr
+        )
+        assert f"hermitcrab bundle {name} --local dist/hermitcrab-" in result.stderr
     return out
 
 
@@ -114,7 +122,8 @@ async def test_started_as_the_manifest_says_the_server_lists_the_manifests_tools
         async with Client(params) as client:
             listed = (await client.list_tools()).tools
 
-    assert [{"name": tool.name, "description": tool.description} for tool in listed] == manifest["tools"]
+    listing = [{"name": tool.name, "description": inspect.cleandoc(tool.description or "")} for tool in listed]
+    assert listing == manifest["tools"]  # as the server lists them, dedented
     assert len(listed) >= 4
 
 
@@ -172,3 +181,40 @@ def test_a_server_that_does_not_start_is_one_line_and_no_bundle(
         "error: hermitcrab-cron did not start and list its tools, so no bundle was written"
     )
     assert not (tmp_path / "dist").exists()
+
+
+def test_tool_descriptions_in_the_manifest_are_dedented(bundles: Path, tmp_path: Path):
+    _, manifest = unpack(bundles, "memory", tmp_path)
+
+    described = [tool["description"] for tool in manifest["tools"]]
+    assert any("\n" in text for text in described)  # docstrings of several lines, as the servers write them
+    for text in described:
+        assert not any(line.startswith(" ") for line in text.splitlines()), text
+
+
+def test_a_local_bundle_carries_the_wheel_and_installs_from_it(tmp_path: Path):
+    own = version("hermitcrab")
+    wheel = tmp_path / f"hermitcrab-{own}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as built:  # what `uv build --wheel` made, as far as the bundle cares
+        built.writestr("hermitcrab/__init__.py", "")
+    out = tmp_path / "dist"
+
+    result = CliRunner().invoke(app, ["bundle", "spawn", "--out", str(out), "--local", str(wheel)])
+
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""  # no published release needed
+    with zipfile.ZipFile(out / "spawn.mcpb") as bundle:
+        assert bundle.read(f"wheels/{wheel.name}") == wheel.read_bytes()
+        project = tomllib.loads(bundle.read("pyproject.toml").decode())
+    assert project["project"]["dependencies"] == [f"hermitcrab[spawn]=={own}"]
+    assert project["tool"]["uv"]["sources"] == {"hermitcrab": {"path": f"wheels/{wheel.name}"}}
+
+
+def test_a_local_bundle_refuses_a_wheel_of_another_version(tmp_path: Path):
+    wheel = tmp_path / "hermitcrab-0.0.1-py3-none-any.whl"
+    wheel.write_bytes(b"")
+
+    result = CliRunner().invoke(app, ["bundle", "spawn", "--out", str(tmp_path), "--local", str(wheel)])
+
+    assert result.exit_code != 0
+    assert "is version 0.0.1, but this hermitcrab is" in str(result.exception)
