@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from http.cookies import SimpleCookie
 from urllib.parse import parse_qs
 
+from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import COOKIE, Sessions, csrf_matches
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
-OPEN_PATHS = ("/login", "/static/")
+OPEN_PATH = "/login"
+OPEN_PREFIX = "/static/"
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 MAX_FORM_BYTES = 1024 * 1024
-CONTENT_POLICY = b"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'"
 SECURITY_HEADERS = [
     (
         b"content-security-policy",
@@ -56,7 +56,11 @@ class Access:
         self.login_page = login_page
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":
+            await receive()  # the client's connect, which a close then refuses: the dashboard has no sockets
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] != "http":  # lifespan: the app's start and stop, no request
             await self.app(scope, receive, send)
             return
         send = _with_security_headers(send)
@@ -65,7 +69,7 @@ class Access:
             await _plain(send, 400, "This dashboard answers only to its own address (the Host header is not one).")
             return
         path: str = scope["path"]
-        if path.startswith(OPEN_PATHS):
+        if path == OPEN_PATH or path.startswith(OPEN_PREFIX):
             await self.app(scope, receive, send)
             return
         session = _cookie(headers.get("cookie", ""))
@@ -92,13 +96,9 @@ class Access:
 
 
 def _cookie(header: str) -> str | None:
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(header)
-    except Exception:  # a malformed Cookie header is no session, never a crash
-        return None
-    morsel = jar.get(COOKIE)
-    return morsel.value if morsel is not None else None
+    """The session cookie's value: parsed as browsers send cookies, so another app's odd cookie on the same host
+    (`prefs={"theme": "dark"}`, which the stdlib's SimpleCookie stops at) hides nothing after it."""
+    return cookie_parser(header).get(COOKIE)
 
 
 def _form_field(body: bytes, name: str) -> str | None:
@@ -122,7 +122,8 @@ async def _body(receive: Receive) -> bytes | None:
 
 
 def _replay(body: bytes) -> Receive:
-    """A `receive` that hands the page the body this middleware already read, then waits like the real one."""
+    """A `receive` that hands the page the body this middleware already read, then reports a disconnect at once:
+    a page reads its body once and never waits on `receive` again."""
     sent = False
 
     async def receive() -> Message:

@@ -29,7 +29,10 @@ def create_app(context: Context, *, secure_cookie: bool = False) -> Starlette:
         if token is None or not links.redeem(token):
             problem = "That login link is used up or expired." if token is not None else None
             return page(request, "login.html", "Log in", status=401, problem=problem)
-        response = RedirectResponse(PAGES[0].PATH, status_code=303)
+        # A page of our own rather than a redirect: a link opened from another site's page would carry the Strict
+        # cookie set here on no step of a redirect chain begun there; this page's own move to Chat is same-site.
+        first = PAGES[0]
+        response = page(request, "login_done.html", "Logged in", to=first.PATH, name=first.TITLE)
         response.set_cookie(
             COOKIE,
             sessions.open(),

@@ -16,6 +16,7 @@ from typing import Any
 
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from hermitcrab.dashboard.pages import PAGES
 from hermitcrab.servers.browser.launcher import find_system_browser
 from tests.support.cli import CLI, cli_env, wait_for
 from tests.support.fake_llm import FakeLLM
@@ -112,6 +113,7 @@ def logged_in(browser: Browser, run: DashboardRun) -> Page:
     page = browser.new_context().new_page()
     page.set_default_timeout(15_000)
     page.goto(run.login_link())
+    page.wait_for_url(f"{run.url}{PAGES[0].PATH}")  # the login's own page moves on to the first page
     return page
 
 
