@@ -254,3 +254,22 @@ async def test_a_hook_that_exits_badly_or_answers_garbage_is_skipped_with_its_er
         "floods": "more than 1,000,000 bytes on stdout",
         "wrong-action": "bad answer: action 'deny' does not apply to turn:done (its actions: none: it only observes)",
     }
+
+
+async def test_compaction_is_told_before_and_after_with_its_sizes(tmp_path: Path):
+    watch = command_hook(tmp_path / "hooks", "watch", ["compaction:before", "compaction:after"], "")
+    small = AgentSettings(context_window_tokens=8_000, reserve_tokens=1_000, keep_recent_tokens=2_000)
+    settings = Settings(tmp_path, (), (), small, hooks=HookSettings(enabled=("watch",)))
+    gateway = gateway_for(settings, ScriptedProvider(summary="- the older turns"), RecordingChannel())
+    transcript = gateway.agent.session("main").transcript
+    for index in range(8):
+        transcript.append("user", text=f"turn {index} " + "m" * 3_000)
+        transcript.append("assistant", text=f"reply {index}")
+
+    said = await gateway.process(Event("message", "/compact", ROOM, principal=OWNER))
+
+    before, after = seen(watch)
+    assert (before["event"], after["event"]) == ("compaction:before", "compaction:after")
+    assert before["session"] == "main" and before["required"] is True
+    assert after["replaced"] > 0 and after["after_chars"] < after["before_chars"] == before["before_chars"]
+    assert after["failure"] is None and (said or "").startswith(f"Compacted {after['replaced']} earlier entries")
