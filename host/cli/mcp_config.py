@@ -13,7 +13,7 @@ import typer
 
 from hermitcrab.install.own_servers import portable_entry, server_entry
 
-from ..config import home_dir
+from ..config import PROVIDER_VARIABLES, home_dir
 from .servers import ServerName
 
 TOKEN_VARIABLE = "HERMITCRAB_MCP_TOKEN"
@@ -39,9 +39,27 @@ def mcp_config(
 ) -> None:
     """Print the mcpServers entry to paste into claude_desktop_config.json (or any MCP host)."""
     entry = portable_entry(name) if portable else server_entry(name, home_dir(os.environ))
+    if name == "spawn":
+        entry = _with_provider_env(entry)
     if http is not None:
         entry = _http_entry(entry, http)
     typer.echo(json.dumps({"mcpServers": {name: entry}}, indent=2))
+
+
+def _with_provider_env(entry: dict[str, Any]) -> dict[str, Any]:
+    """Spawn's sub-agents find their model as the host does, but a server gets no variable of this shell but the
+    ones its entry passes: the provider variables set here go in its `env`, as `${NAME}` references (MCP hosts that
+    fill them, Claude Code and hermitcrab, take them from their environment; the snippet never holds a key)."""
+    passed = {variable: f"${{{variable}}}" for variable in PROVIDER_VARIABLES if os.environ.get(variable, "").strip()}
+    if not passed:
+        typer.echo("# no provider variable is set in this shell: sub-agents use the home's config.toml", err=True)
+        return entry
+    typer.echo(
+        f"# passes {', '.join(passed)} on to sub-agents; in Claude Desktop, which does not fill ${{NAME}}, replace "
+        "each with its value",
+        err=True,
+    )
+    return {**entry, "env": passed}
 
 
 def _http_entry(launch: dict[str, Any], address: str) -> dict[str, Any]:

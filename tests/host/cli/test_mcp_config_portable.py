@@ -22,7 +22,7 @@ runner = CliRunner()
 def portable(name: str) -> dict[str, object]:
     result = runner.invoke(app, ["mcp-config", name, "--portable"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+    return json.loads(result.stdout)
 
 
 def test_the_portable_entry_runs_the_server_through_uvx():
@@ -76,3 +76,21 @@ def test_the_http_entry_sends_the_token_from_the_environment_and_says_how_to_sta
     }
     (start,) = [line for line in result.stderr.splitlines() if line.startswith("HERMITCRAB_MCP_TOKEN=")]
     assert "hermitcrab-exec" in start and start.endswith(f"--http 0.0.0.0:8765 --allow-host {socket.gethostname()}")
+
+
+def test_spawns_entry_passes_the_provider_variables_set_here_never_their_values(monkeypatch: pytest.MonkeyPatch):
+    for variable in ("HERMITCRAB_LLM_BASE_URL", "HERMITCRAB_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HERMITCRAB_LLM_API_KEY", "sk-secret-in-shell")
+    monkeypatch.setenv("HERMITCRAB_LLM_BASE_URL", "http://127.0.0.1:11434/v1")
+
+    for extra in ([], ["--portable"]):
+        result = runner.invoke(app, ["mcp-config", "spawn", *extra])
+        assert result.exit_code == 0, result.output
+        entry = json.loads(result.stdout)["mcpServers"]["spawn"]
+        assert entry["env"] == {
+            "HERMITCRAB_LLM_API_KEY": "${HERMITCRAB_LLM_API_KEY}",
+            "HERMITCRAB_LLM_BASE_URL": "${HERMITCRAB_LLM_BASE_URL}",
+        }
+        assert "sk-secret-in-shell" not in result.output
+        assert "replace each with its value" in result.stderr

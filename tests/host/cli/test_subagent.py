@@ -34,7 +34,7 @@ def test_init_enables_spawn_with_the_agent_runtime_pinned_to_this_home(hermitcra
 def test_mcp_config_prints_the_spawn_entry():
     result = runner.invoke(app, ["mcp-config", "spawn"])
     assert result.exit_code == 0
-    assert json.loads(result.output)["mcpServers"]["spawn"]["command"].endswith("hermitcrab-spawn")
+    assert json.loads(result.stdout)["mcpServers"]["spawn"]["command"].endswith("hermitcrab-spawn")
 
 
 def test_a_subagent_gets_the_model_asked_for_and_never_sees_hidden_tools(tmp_path: Path):
