@@ -65,6 +65,9 @@ def create_app(context: Context, *, secure_cookie: bool = False) -> Starlette:
     app.state.notices = Notices()
     app.state.nav = [(module.TITLE, module.PATH) for module in PAGES]
     app.add_middleware(
-        Access, sessions=sessions, hosts=context.settings.dashboard.hosts, login_page=request_response(login)
+        Access,
+        sessions=sessions,
+        hosts=(*context.settings.dashboard.hosts, context.settings.dashboard.host),  # 127.0.0.2 answers to its name
+        login_page=request_response(login),
     )
     return app

@@ -13,10 +13,14 @@ one HTML the page takes from data, in the template and in the stream alike.
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import json
+import re
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from markdown_it import MarkdownIt
 from markupsafe import Markup
@@ -42,7 +46,31 @@ COMMANDS = (
 RETRY_MS = 1000
 ENTRY_EVENTS = frozenset({"entry", "update"})
 
+
+def _link_allowed(url: str) -> bool:
+    """markdown-it's own check, and no link to this machine or its network: the session cookie goes to every port of
+    127.0.0.1 (browsers do not tell cookies apart by port), so a clicked link to another local port would hand it to
+    whatever listens there. Such a link renders as its text."""
+    if not MarkdownIt.validateLink(_markdown, url):
+        return False
+    host = (urlsplit(url.strip()).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        if not _IPV4_ENDING.search(host):
+            return True  # a name, or a relative link (no host)
+        try:  # a browser reads `127.1` and `2130706433` as 127.0.0.1, as inet_aton does
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return False  # a number a browser refuses as an address
+    return address.is_global and not address.is_private
+
+
+_IPV4_ENDING = re.compile(r"(^|\.)(\d+|0x[0-9a-f]*)$")  # a host the URL standard parses as an IPv4 address
 _markdown = MarkdownIt("js-default", {"breaks": True}).disable("image")
+_markdown.validateLink = _link_allowed
 
 
 def rendered(text: str) -> Markup:

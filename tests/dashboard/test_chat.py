@@ -45,7 +45,9 @@ def replies(page: Page):
 def test_hello_streams_in_renders_safely_and_a_reload_shows_the_history(tmp_path: Path, llm: FakeLLM):
     reply = (
         "Hello, **owner**! Here is `code` and <script>document.title='owned'</script> as text, "
-        "[a link](javascript:document.title='owned') and ![an image](http://203.0.113.9/pixel.png)."
+        "[a link](javascript:document.title='owned') and ![an image](http://203.0.113.9/pixel.png), "
+        "[a local port](http://127.0.0.1:9/), [a local name](http://app.localhost/), [the LAN](http://[fe80::1]/), "
+        "[a number](http://2130706433/) and [a site](https://example.com/)."
     )
     llm.enqueue(Reply(openai_text(reply), hold_after=3))
     with dashboard_run(tmp_path / "home", llm) as run, chromium() as browser:
@@ -63,6 +65,9 @@ def test_hello_streams_in_renders_safely_and_a_reload_shows_the_history(tmp_path
         expect(shown).to_contain_text("<script>document.title='owned'</script> as text")
         assert shown.locator("script").count() == 0 and shown.locator("img").count() == 0
         assert shown.locator('a[href^="javascript"]').count() == 0 and "owned" not in page.title()
+        expect(shown.locator("a")).to_have_count(1)  # links to this machine or its network would get the cookie
+        expect(shown.locator("a")).to_have_attribute("href", "https://example.com/")
+        expect(shown).to_contain_text("[a local port](http://127.0.0.1:9/), [a local name](http://app.localhost/)")
 
         page.reload()
         expect(page.locator("#conversation .entry.user .text")).to_have_text("hello")
