@@ -7,7 +7,9 @@ from importlib.resources import files
 from typing import Any
 
 from ..config import Settings
-from ..events import NOWHERE, OWNER, Principal
+from ..events import NOWHERE, OWNER, Event, Principal
+from ..hooks.dispatch import Hooks, ToolDecision
+from ..hooks.events import about
 from ..mcp.pool import McpPool, ToolOutcome
 from ..providers.base import ToolSpec, Usage
 from ..trust.origin import caller_meta
@@ -15,6 +17,7 @@ from ..trust.policy import ToolPolicy, refusal
 from .agent import Agent
 from .loop import TurnResult, run_turn
 from .persona import load_persona, render_persona
+from .toolbox import hooked_call
 
 SUBAGENT_TEMPLATE = files("hermitcrab.host.turn").joinpath("subagent_prompt.md").read_text(encoding="utf-8")
 
@@ -25,12 +28,18 @@ class PoolTools:
     for someone other than the owner gets that principal's tool policy, as its parent turn did."""
 
     def __init__(
-        self, pool: McpPool | None, session_key: str, principal: Principal = OWNER, policy: ToolPolicy | None = None
+        self,
+        pool: McpPool | None,
+        session_key: str,
+        principal: Principal = OWNER,
+        policy: ToolPolicy | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.pool = pool
         self.session_key = session_key
         self.principal = principal
         self.policy = policy or ToolPolicy()
+        self.hooks = hooks or Hooks()
 
     def specs(self) -> list[ToolSpec]:
         specs = self.pool.tool_specs() if self.pool else []
@@ -41,11 +50,22 @@ class PoolTools:
             return ToolOutcome(f"unknown tool {name!r}", True)
         if not self._allowed(name):
             return ToolOutcome(refusal(name, self.principal.rights), True)
+        pool = self.pool
         meta = caller_meta(self.principal, self.session_key, NOWHERE)
-        return await self.pool.call(name, arguments, self.session_key, meta)
+
+        async def run(given: dict[str, Any]) -> ToolOutcome:
+            return await pool.call(name, given, self.session_key, meta)
+
+        me = Event("subagent", "", NOWHERE, session_key=self.session_key, principal=self.principal)
+        fields = {**about(me), "tool": name, "server": pool.server_of(name) or "", "arguments": arguments}
+        return await hooked_call(self.hooks, fields, run, _nobody_to_ask)
 
     def _allowed(self, name: str) -> bool:
         return self.pool is not None and self.policy.allows(name, self.pool.server_of(name) or "")
+
+
+async def _nobody_to_ask(name: str, decision: ToolDecision) -> str:
+    return "a hook requires the owner's approval, and a sub-agent has nobody to ask"
 
 
 def subagent_settings(settings: Settings, model: str | None, hidden_tools: list[str]) -> Settings:
@@ -63,7 +83,7 @@ async def run_subagent(
     """Run `task` to its end in `session_key`: the minimal persona (no MEMORY, no HEARTBEAT, no daily logs; no
     USER.md either when it runs for someone other than the owner)."""
     now = agent.now()
-    toolbox = PoolTools(agent.pool, session_key, principal, agent.settings.policy(principal.rights))
+    toolbox = PoolTools(agent.pool, session_key, principal, agent.settings.policy(principal.rights), agent.hooks)
     persona = load_persona(agent.settings.workspace, today=now.date(), private=principal.is_owner, subagent=True)
     system = SUBAGENT_TEMPLATE.format(
         now=now.strftime("%A %Y-%m-%d %H:%M"),
@@ -84,6 +104,7 @@ async def run_subagent(
         system=system,
         user_text=task,
         settings=agent.settings.agent,
+        hooks=agent.hooks,
     )
     if agent.budget is not None:  # a sub-agent spends from the budget of whoever started it
         agent.budget.charge(principal.rights, today, result.model_calls, result.usage, result.answers)

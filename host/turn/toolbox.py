@@ -3,8 +3,9 @@ reads the host's own prompt material (skill_tool.py says why it cannot live in a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, Protocol, cast
 
 from ..events import Event
@@ -94,27 +95,15 @@ class HostToolbox:
         if not self._allowed(name):
             return ToolOutcome(refusal(name, self.event.principal.rights), True)
         fields = self._hook_fields(name, arguments)
-        if self.hooks.on("tool:before"):
-            decision = await self.hooks.tool_before(fields)
-            refused = decision.refusal or await self._approval_refused(name, decision)
-            if refused is not None:
-                return ToolOutcome(f"{name} was not called: {refused}", True)
-            arguments = decision.arguments
-        outcome = await self._call(name, arguments)
-        if self.hooks.on("tool:after"):
-            after = {**fields, "arguments": arguments, "result": outcome.text, "is_error": outcome.is_error}
-            outcome = replace(outcome, text=await self.hooks.tool_after(after))
-        return outcome
+        return await hooked_call(self.hooks, fields, partial(self._call, name), self._approval_refused)
 
     def _hook_fields(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         server = self.pool.server_of(name) if self.pool is not None else None
         return {**about(self.event), "tool": name, "server": server or HOST_SERVER, "arguments": arguments}
 
     async def _approval_refused(self, name: str, decision: ToolDecision) -> str | None:
-        """None when no hook asked for approval or the owner gave it; else why the call is not made. Only the
-        owner approves: a turn without the owner's rights would ask someone else, so it is refused instead."""
-        if not decision.approvals:
-            return None
+        """None when the owner gave the approval hooks asked for; else why the call is not made. Only the owner
+        approves: a turn without the owner's rights would ask someone else, so it is refused instead."""
         if not self.event.principal.is_owner:
             return "a hook requires the owner's approval, which a turn without the owner's rights cannot ask for"
         answer = await self._ask_naming_origin(decision.question(name), [APPROVE, REFUSE])
@@ -195,6 +184,30 @@ class HostToolbox:
             )
         await self.conversation.send(text, channel, to)
         return ToolOutcome("sent")
+
+
+Approve = Callable[[str, ToolDecision], Awaitable[str | None]]
+"""Asks for the approvals a decision names: None when given, else why the call is not made."""
+
+
+async def hooked_call(
+    hooks: Hooks, fields: dict[str, Any], run: Callable[[dict[str, Any]], Awaitable[ToolOutcome]], approve: Approve
+) -> ToolOutcome:
+    """`run` with the arguments the tool:before hooks leave (or their refusal as the result), its result as the
+    tool:after hooks leave it: the one gate of every tool call a turn or a sub-agent makes."""
+    name = str(fields["tool"])
+    arguments: dict[str, Any] = dict(fields["arguments"])
+    if hooks.on("tool:before"):
+        decision = await hooks.tool_before(fields)
+        refused = decision.refusal or (await approve(name, decision) if decision.approvals else None)
+        if refused is not None:
+            return ToolOutcome(f"{name} was not called: {refused}", True)
+        arguments = decision.arguments
+    outcome = await run(arguments)
+    if hooks.on("tool:after"):
+        after = {**fields, "arguments": arguments, "result": outcome.text, "is_error": outcome.is_error}
+        outcome = replace(outcome, text=await hooks.tool_after(after))
+    return outcome
 
 
 def _deliveries(value: object, where: str = "", depth: int = 0) -> list[tuple[str, dict[str, Any]]]:

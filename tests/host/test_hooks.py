@@ -17,12 +17,15 @@ from hermitcrab.host.events import OWNER, Event, Target, person
 from hermitcrab.host.gateway.gateway import Gateway
 from hermitcrab.host.hooks.catalog import discover
 from hermitcrab.host.hooks.dispatch import Hooks, last_errors
+from hermitcrab.host.mcp.pool import McpPool
 from hermitcrab.host.session.transcript import SessionStore
 from hermitcrab.host.turn.agent import Agent
+from hermitcrab.host.turn.subagent import run_subagent
 from tests.support.channels import RecordingChannel, run_turn_with_servers
 from tests.support.hooks import command_hook, entry_point_package, seen
 from tests.support.scripted_provider import ScriptedProvider
 
+TEST_SERVER = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
 ROOM = Target("test", "room", "owner")
 PEER_ROOM = Target("test", "dm-5", "5")
 
@@ -273,3 +276,29 @@ async def test_compaction_is_told_before_and_after_with_its_sizes(tmp_path: Path
     assert before["session"] == "main" and before["required"] is True
     assert after["replaced"] > 0 and after["after_chars"] < after["before_chars"] == before["before_chars"]
     assert after["failure"] is None and (said or "").startswith(f"Compacted {after['replaced']} earlier entries")
+
+
+async def test_a_sub_agents_tool_calls_pass_the_same_hooks_and_nobody_can_approve_for_it(tmp_path: Path):
+    gate = command_hook(
+        tmp_path / "hooks",
+        "gate",
+        ["tool:before"],
+        """
+        action = "deny" if event["arguments"]["text"] == "no" else "ask"
+        print(json.dumps({"action": action, "reason": "checked"}))
+        """,
+    )
+    kit = ServerConfig("kit", command=sys.executable, args=(str(TEST_SERVER),))
+    settings = settings_with(tmp_path, "gate", servers=(kit,))
+    provider = ScriptedProvider().call(("e1", "echo", {"text": "no"}), ("e2", "echo", {"text": "maybe"})).say("done")
+    async with McpPool(settings.servers) as pool:
+        agent = Agent(settings, provider, pool, SessionStore(settings.state / "sessions"))
+        result = await run_subagent(agent, "echo twice", "subagent:r1", "r1")
+
+    denied, unasked = provider.seen[1]["messages"][-2:]
+    assert result.reply == "done" and denied.content == "echo was not called: the hook gate refused it: checked"
+    assert (
+        unasked.content
+        == "echo was not called: a hook requires the owner's approval, and a sub-agent has nobody to ask"
+    )
+    assert [(p["kind"], p["session"]) for p in seen(gate)] == [("subagent", "subagent:r1")] * 2
