@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,8 @@ LOGS = ("host.log", "servers.log")
 TAIL_LINES = 200
 TAIL_BYTES = 256 * 1024  # what is read from a log's end for its tail: logs are never rotated, so may be large
 LINE_CHARS = 2_000  # one line of a log shown at most this long (a dumped payload is not worth a page of scrolling)
+SECRET_OPTION = re.compile(r"token|key|secret|passw|auth", re.IGNORECASE)
+"""An option whose name has one of these words takes a credential as its value."""
 POLL_S = 1.0  # how often the live tail looks at the logs' stamps: one stat() each
 
 
@@ -124,7 +127,25 @@ def _transport(config: ServerConfig) -> str:
     """How the pool reaches the server: its URL, or the command it starts (never its env or headers)."""
     if config.url:
         return f"streamable HTTP: {config.url}"
-    return f"stdio: {shlex.join([config.command or '', *config.args])}"
+    return f"stdio: {shlex.join([config.command or '', *_masked(config.args)])}"
+
+
+def _masked(args: Sequence[str]) -> list[str]:
+    """`args` with the value of each secret-looking option (`--token abc`, `--api-key=abc`) shown as `***`:
+    `redact` catches only `key=value` spellings it knows."""
+    shown: list[str] = []
+    secret_next = False
+    for arg in args:
+        option = arg.startswith("-")
+        name, equals, _ = arg.partition("=")
+        if secret_next and not option:
+            shown.append("***")
+        elif option and equals and SECRET_OPTION.search(name):
+            shown.append(f"{name}=***")
+        else:
+            shown.append(arg)
+        secret_next = option and not equals and bool(SECRET_OPTION.search(arg))
+    return shown
 
 
 def _login(config: ServerConfig, settings: Settings) -> str:

@@ -22,7 +22,7 @@ LEAKY = f"import sys; sys.stderr.write('connecting with api_key={SECRET}\\n'); s
 def test_a_server_up_with_its_tools_a_broken_one_with_its_error_and_the_logs_masked(tmp_path: Path, llm: FakeLLM):
     servers = {
         "testkit": {"command": sys.executable, "args": [str(TEST_SERVER)]},
-        "leaky": {"command": sys.executable, "args": ["-c", LEAKY]},
+        "leaky": {"command": sys.executable, "args": ["-c", LEAKY, "--token", "abcdef", "--db-password=hunter2", "-v"]},
         "remote": {"url": f"http://127.0.0.1:9/mcp?token={SECRET}", "auth": "oauth"},  # never logged in
     }
     with dashboard_run(tmp_path / "home", llm, servers=servers) as run, chromium() as browser:
@@ -46,6 +46,8 @@ def test_a_server_up_with_its_tools_a_broken_one_with_its_error_and_the_logs_mas
         assert facts[0].startswith(("down, restarting: ", "stopped, not restarted any more: ")), facts
         assert facts[3] != "none" and facts[3] in facts[0], facts  # the last error, also the reason it is down
         assert "api_key=***" in down.inner_text() and "No tools yet: it is not up." in down.inner_text()
+        assert "--token '***' '--db-password=***' -v" in down.inner_text()
+        assert "abcdef" not in down.inner_text() and "hunter2" not in down.inner_text()
 
         remote = page.get_by_role("region", name="remote")
         facts = remote.get_by_role("definition").all_inner_texts()
