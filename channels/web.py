@@ -264,9 +264,9 @@ class WebChannel:
         if cursor is None:
             return []
         run, _, number = cursor.partition(".")
-        if run != self._run or not number.isdigit() or int(number) > self._number:
+        after = _counted(number)
+        if run != self._run or after is None or after > self._number:
             return None
-        after = int(number)
         if after < self._number and (not self._recent or self._recent[0].number > after + 1):
             return None
         return [shown for shown in self._recent if shown.number > after]
@@ -375,3 +375,8 @@ def _capped(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n\n… ({len(text) - limit:,} more characters; the session's transcript has them all)"
+
+
+def _counted(text: str) -> int | None:
+    """A cursor's entry number, or None: ASCII digits only (`²` passes `isdigit` but not `int`), and short."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None

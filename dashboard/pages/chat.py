@@ -33,6 +33,7 @@ from hermitcrab.channels.web import Entry, WebChannel
 from ..auth import csrf_token
 from ..context import context
 from ..moments import owner_zone, parsed, shown
+from ..numbers import whole_number
 from ..render import done, page, templates
 
 TITLE = "Chat"
@@ -115,9 +116,10 @@ async def answer(request: Request) -> Response:
     """A question's choice pressed on the page."""
     form = await request.form()
     question, choice = form.get("question"), form.get("choice")
-    if not isinstance(question, str) or not question.isdigit() or not isinstance(choice, str):
+    number = whole_number(question, -1) if isinstance(question, str) else -1
+    if number < 0 or not isinstance(choice, str):
         return _outcome(request, "The form lacks the question or the choice: reload the page.")
-    return _outcome(request, context(request).web.answer(int(question), choice))
+    return _outcome(request, context(request).web.answer(number, choice))
 
 
 async def stream(request: Request) -> Response:

@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from .. import memory_files
 from ..context import context
+from ..numbers import whole_number
 from ..render import done, page
 from ..tools import Unavailable, server_with
 
@@ -98,10 +99,10 @@ async def view(request: Request) -> Response:
     except memory_files.Refused as exc:
         return page(request, "memory_file.html", TITLE, status=400, rel=rel, problem=str(exc))
     lines = file.text.splitlines()
-    first = _number(request.query_params.get("line"), 1)
-    last = max(first, _number(request.query_params.get("to"), first))
+    first = whole_number(request.query_params.get("line"), 1)
+    last = max(first, whole_number(request.query_params.get("to"), first))
     latest = max(1, len(lines) - SHOWN_LINES + 1)  # the start of the last window
-    start = max(1, min(_number(request.query_params.get("from"), first - 20), latest))
+    start = max(1, min(whole_number(request.query_params.get("from"), first - 20), latest))
     window = lines[start - 1 : start - 1 + SHOWN_LINES]
     return page(
         request,
@@ -122,10 +123,6 @@ async def view(request: Request) -> Response:
 def _window_url(rel: str, start: int) -> str:
     """The file view's lines from `start` on, none marked."""
     return f"{PATH}/file?{urlencode({'path': rel, 'from': start})}"
-
-
-def _number(text: str | None, default: int) -> int:
-    return int(text) if text is not None and text.isdigit() and len(text) < 10 else default
 
 
 async def edit(request: Request) -> Response:

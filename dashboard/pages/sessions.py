@@ -25,6 +25,7 @@ from starlette.routing import BaseRoute, Route
 from hermitcrab.util.files import stamp
 
 from ..context import context
+from ..numbers import whole_number
 from ..render import Notices, done, moment, page, templates
 from .session_commands import session_commands
 from .session_files import Shown, Summaries, Summary, read_entries, shown
@@ -63,7 +64,7 @@ async def listing(request: Request) -> Response:
     files = context(request).agent.store.transcripts()
     rows = await anyio.to_thread.run_sync(_rows, files)
     count = max(1, -(-len(rows) // PER_PAGE))
-    number = min(max(_int(request.query_params.get("page"), 1), 1), count)
+    number = min(max(whole_number(request.query_params.get("page"), 1), 1), count)
     start = (number - 1) * PER_PAGE
     return page(
         request,
@@ -131,7 +132,7 @@ async def live(request: Request) -> Response:
     key: str = request.path_params["key"]
     host = context(request)
     wanted = request.query_params.get("id", "")
-    offset = _int(request.headers.get("last-event-id") or request.query_params.get("offset"), 0)
+    offset = whole_number(request.headers.get("last-event-id") or request.query_params.get("offset"), 0)
 
     async def events() -> AsyncIterator[str]:
         nonlocal offset
@@ -167,10 +168,6 @@ def _state(busy: bool) -> str:
 def _event(kind: str, data: object, offset: int | None = None) -> str:
     said = f"event: {kind}\ndata: {json.dumps(data)}\n"
     return said + (f"id: {offset}\n" if offset is not None else "") + "\n"
-
-
-def _int(value: str | None, default: int) -> int:
-    return int(value) if value is not None and value.isdigit() else default
 
 
 routes: list[BaseRoute] = [

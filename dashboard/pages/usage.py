@@ -22,6 +22,7 @@ from hermitcrab.host.usage.prices import Prices
 from hermitcrab.host.usage.tally import GroupBy, Totals, price_hints, tally
 
 from ..context import context
+from ..numbers import whole_number
 from ..render import page
 
 TITLE = "Usage"
@@ -58,7 +59,8 @@ class Spent:
 async def show(request: Request) -> Response:
     host = context(request)
     asked = request.query_params.get("days", "7")
-    days = int(asked) if asked.isdigit() and int(asked) in PERIODS else PERIODS[0]
+    days = whole_number(asked, PERIODS[0])
+    days = days if days in PERIODS else PERIODS[0]
     problem = None if asked == str(days) else f"The period is {PERIODS[0]} or {PERIODS[1]} days; showing {days}."
     settings = host.settings
     zone = ZoneInfo(settings.agent.timezone) if settings.agent.timezone else None

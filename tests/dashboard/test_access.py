@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -144,3 +145,27 @@ def test_a_listen_address_beyond_loopback_needs_public(tmp_path: Path, llm: Fake
     done = subprocess.run([*CLI, "run"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "--public" in done.stderr and "beyond this machine" in done.stderr
+
+
+def test_a_unicode_digit_anywhere_a_number_is_read_is_bad_input_not_a_crash(run):
+    """`"²".isdigit()` is True and `int("²")` raises: each place the dashboard reads a number answers it."""
+    note = run.home / "workspace" / "memory" / "digits.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("one\ntwo\n")
+    with logged_in_client(run) as client:
+        chat = client.get(f"{run.url}/chat").text
+        csrf = re.search(r'name="csrf-token" content="(\w+)"', chat)
+        cursor = re.search(r'data-after="(\w+)\.\d+"', chat)
+        assert csrf is not None and cursor is not None
+        for path in ("/usage?days=²", "/sessions?page=²", "/memory/file?path=memory/digits.md&line=²&to=²&from=²"):
+            assert client.get(f"{run.url}{path}").status_code == 200, path
+        with client.stream("GET", f"{run.url}/api/sessions/live/nothing?offset=²", timeout=20) as live:
+            assert live.status_code == 200 and "event: replaced" in live.read().decode()
+        with client.stream("GET", f"{run.url}/api/chat/stream?after={cursor.group(1)}.²", timeout=20) as stream:
+            assert any(line == "event: reset" for line in stream.iter_lines())
+        answered = client.post(
+            f"{run.url}/chat/answer",
+            data={"question": "²", "choice": "yes"},
+            headers={"X-CSRF-Token": csrf.group(1), "Accept": "application/json"},
+        )
+        assert answered.status_code == 400 and "lacks the question" in answered.json()["error"]
