@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.chat_terminal import ALT_ENTER, CTRL_C, CTRL_D, PASTE_END, PASTE_START, UP, Terminal
@@ -105,3 +106,27 @@ def test_an_approval_takes_no_type_ahead_asks_again_after_yes_and_runs_on_its_nu
     assert (root / "made.txt").exists()
     assert "Not taken: yes is not one of the choices." in chat.output
     assert not llm.requests[1]["messages"][-1].get("is_error")
+
+
+def test_a_reminder_arriving_at_the_prompt_is_printed_above_it_and_the_line_being_typed_stays(
+    hermitcrab_home: Path, llm: FakeLLM, desktop_config: Callable[..., Path]
+):
+    item = json.dumps({"item": {"id": "job-1:run-1", "text": "remind the user to stretch"}})
+    llm.enqueue(openai_tool_calls(("q1", "queue_push", item)), openai_text("Queued."))
+    llm.enqueue(Reply(openai_text("Time to stretch!"), hold_after=1), openai_text("Done."))
+    chat = started(hermitcrab_home, llm, "--mcp-config", str(desktop_config()))
+    try:
+        chat.type("remind me\r")
+        wait_for(lambda: len(llm.requests) == 3, f"the server's event never ran: {chat.screen}")
+        chat.type("half a")
+        wait_for(lambda: chat.cursor_line == f"{PROMPT} half a", f"the typing did not show: {chat.screen}")
+        llm.release()  # the reminder's turn ends while the prompt waits
+        wait_for(lambda: "Time to stretch!" in chat.screen, f"the reminder never showed: {chat.screen}")
+        assert chat.cursor_line == f"{PROMPT} half a" and chat.screen.index("Time to stretch!") < chat.screen.index(
+            f"{PROMPT} half a"
+        )
+        chat.type(" message\r")
+        wait_for(lambda: chat.screen.endswith(f"Done.\n{PROMPT}"), f"the typed line was lost: {chat.screen}")
+    finally:
+        chat.close()
+    assert said(llm)[-1] == "half a message"
