@@ -202,7 +202,7 @@ class WebChannel:
         if len(text) > MAX_MESSAGE_CHARS:
             return f"That message is {len(text):,} characters long; the chat takes up to {MAX_MESSAGE_CHARS:,}."
         try:
-            uuid.UUID(message_id)
+            message_id = str(uuid.UUID(message_id))  # one spelling: `{...}`, upper case or no dashes are the same id
         except ValueError:
             return "The page sent the message without a proper id: reload the page and send it again."
         if message_id in self._taken or any(entry.get("message") == message_id for entry in self._entries.values()):

@@ -49,6 +49,15 @@ async def test_a_message_enters_as_the_owners_direct_message_once(tmp_path: Path
     assert [(e["kind"], e["text"]) for e in web.snapshot().entries] == [("user", "hello")]
 
 
+async def test_another_spelling_of_the_same_id_is_the_same_message(tmp_path: Path):
+    web, submitted = channel(tmp_path)
+    message_id = uuid.uuid4()
+    for spelling in (str(message_id), f"{{{message_id}}}", message_id.hex.upper(), f"urn:uuid:{message_id}"):
+        assert await web.take("hello", spelling) is None
+    [event] = submitted
+    assert event.inbound_id == f"web:{message_id}" and len(web.snapshot().entries) == 1
+
+
 @pytest.mark.parametrize(
     ("text", "message_id", "problem"),
     [("   ", str(uuid.uuid4()), "Type a message first."), ("hi", "not-an-id", "without a proper id")],
