@@ -89,7 +89,12 @@ def serving_url(settings: Settings) -> str | None:
 
 
 def login_url(settings: Settings) -> str:
-    """A fresh one-time login link to the dashboard of the host running in this home (or of the next one started)."""
+    """A fresh one-time login link to the dashboard of the host running in this home (or of the next one started),
+    through `[dashboard] public_url` when the browser reaches it through a proxy."""
     dashboard = settings.dashboard
-    base = recorded_url(settings) or f"http://{dashboard.host}:{dashboard.port}"
+    base = (
+        (dashboard.public_url or "").rstrip("/")
+        or recorded_url(settings)
+        or f"http://{dashboard.host}:{dashboard.port}"
+    )
     return f"{base}/login?token={LoginLinks(settings.state / 'dashboard').mint()}"

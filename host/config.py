@@ -38,6 +38,7 @@ from pydantic.dataclasses import dataclass, is_pydantic_dataclass
 from pydantic.fields import FieldInfo
 
 from hermitcrab.util.outbound import OUTBOUND_VARIABLE, Outbound, allow_entries
+from hermitcrab.util.persona_files import HOOKS_FOLDER
 
 from .errors import ConfigError
 from .events import Rights
@@ -306,6 +307,9 @@ class DashboardSettings:
     """Port 0 picks a free one (`hermitcrab dashboard` reads which from the running host)."""
     hosts: tuple[str, ...] = ()
     """Host names a reverse proxy in front of it is reached by, beside the loopback names (DNS-rebinding check)."""
+    public_url: str | None = None
+    """Where the owner's browser reaches it through a proxy (`https://assistant.example.org`): the base of the login
+    link `hermitcrab dashboard` prints, which the listen address would not be."""
 
     @property
     def host(self) -> str:
@@ -530,7 +534,7 @@ class Settings:
     @property
     def hook_dirs(self) -> list[Path]:
         """Where HOOK.md folders are looked for, highest precedence first (the bundled ones come last)."""
-        return [self.workspace / "hooks", self.home / "hooks", *self.hooks.extra_dirs]
+        return [self.workspace / HOOKS_FOLDER, self.home / "hooks", *self.hooks.extra_dirs]
 
     def require_provider(self) -> tuple[ProviderProfile, ...]:
         if not self.providers:

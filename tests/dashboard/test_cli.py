@@ -26,10 +26,20 @@ def test_a_link_minted_before_run_starts_logs_in_once_it_does(tmp_path: Path, ll
     assert "no `hermitcrab run` serves the dashboard now" in minted.stderr
     with dashboard_run(home, llm, env=listen) as run:
         assert run.url == f"http://127.0.0.1:{port}"
-        landed = httpx.get(minted.stdout.strip(), follow_redirects=True)
-        assert landed.status_code == 200 and "<h1>Chat</h1>" in landed.text
+        with httpx.Client() as browser:
+            landed = browser.get(minted.stdout.strip())
+            assert landed.status_code == 200 and "<h1>Chat</h1>" in browser.get(f"{run.url}/chat").text
         again = cli(home, llm, "dashboard")
         assert again.returncode == 0 and "no `hermitcrab run`" not in again.stderr
+
+
+def test_the_link_goes_through_the_public_url_when_one_is_set(tmp_path: Path, llm: FakeLLM):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text('[dashboard]\npublic_url = "https://assistant.example.org/"\n')
+    minted = cli(home, llm, "dashboard")
+    assert minted.returncode == 0, minted.stderr
+    assert minted.stdout.startswith("https://assistant.example.org/login?token=")
 
 
 def test_doctor_says_whether_the_dashboard_is_served(tmp_path: Path, llm: FakeLLM):
