@@ -75,7 +75,11 @@ def doctor(
         )
         raise typer.Exit(1) from exc
     with console.status("checking…") as status:
-        checks = anyio.run(run_checks, settings, lambda line: status.update(escape(line)))
+
+        def show(line: str) -> None:
+            status.update(escape(line))
+
+        checks = anyio.run(run_checks, settings, show)
     table = Table("", "area", "check", "detail")
     for column in table.columns[1:]:  # a word longer than its column (a path) folds inside its cell, never cut
         column.overflow = "fold"
@@ -345,8 +349,8 @@ def _model_ids(response: httpx.Response) -> set[str] | None:
         return None
     if not isinstance(data, list):
         return None
-    items = cast(list[object], data)
-    return {str(item["id"]) for item in items if isinstance(item, dict) and "id" in item}
+    models = [cast(dict[str, object], item) for item in cast(list[object], data) if isinstance(item, dict)]
+    return {str(model["id"]) for model in models if "id" in model}
 
 
 async def _server_checks(settings: Settings) -> list[Check]:

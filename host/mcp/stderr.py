@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import TextIO
 
@@ -42,7 +42,7 @@ class _Lines:
 
 
 @asynccontextmanager
-async def prefixed_stderr(name: str, log: TextIO) -> AsyncIterator[TextIO]:
+async def prefixed_stderr(name: str, log: TextIO) -> AsyncGenerator[TextIO]:
     """A file to give one process of server `name` as its stderr; what it writes reaches `log` prefixed. On exit,
     once the process is gone, what is left in the pipe is written too, an unfinished last line as a line."""
     read_fd, write_fd = os.pipe()
