@@ -2,7 +2,8 @@
 and the resource budget: idle RSS of each process of the whole stack (`hermitcrab run` with all five servers), its
 growth over a long run of turns, and the memory server's indexing speed.
 
-Run: .venv/bin/python bench/host.py [--calls 300] [--budget-turns 10000] [--only overheads|budget]
+Run: .venv/bin/python bench/host.py [--calls 300] [--budget-turns 10000] [--only overheads|budget|cold]
+(`cold`: only `ask` with the five default servers, to the first model request and to exit)
 """
 
 from __future__ import annotations
