@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from hermitcrab.util.files import atomic_write_text
-from hermitcrab.util.persona_files import BOOTSTRAP_ORDER, MEMORY_FOLDER
+from hermitcrab.util.persona_files import BOOT_FILE, BOOTSTRAP_ORDER, HOOKS_FOLDER, MEMORY_FOLDER
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def write_problem(real: Path, roots: Sequence[Path], *, owner_approved: bool = F
     """
     for root in roots:
         guarded = {p.path for p in persona(root)}
-        if real in guarded and real.name != MEMORY_FOLDER:
+        if real in guarded and real.name not in (MEMORY_FOLDER, HOOKS_FOLDER):
             if owner_approved:
                 continue
             return (
@@ -69,6 +69,11 @@ def write_problem(real: Path, roots: Sequence[Path], *, owner_approved: bool = F
             )
         if root / MEMORY_FOLDER in guarded and real.is_relative_to(root / MEMORY_FOLDER):
             return f"{real} is in the memory folder; add notes with the memory tools (memory_append) instead"
+        if root / HOOKS_FOLDER in guarded and real.is_relative_to(root / HOOKS_FOLDER):
+            return (
+                f"{real} is in the workspace's hooks folder, whose commands run on the host outside the sandbox; "
+                "only the owner changes hooks, by hand"
+            )
     return None
 
 
@@ -78,12 +83,13 @@ def is_persona_file(real: Path, roots: Sequence[Path]) -> bool:
 
 
 def persona(root: Path) -> list[Protection]:
-    """The persona and memory files at the top of `root`, when it is a hermitcrab workspace (holds one of
-    WORKSPACE_MARKERS): in a project, AGENTS.md or memory/ are the project's own, and stand-ins for the missing
-    ones would show up there as strange new files."""
+    """The persona and memory files, BOOT.md and the hooks folder at the top of `root`, when it is a hermitcrab
+    workspace (holds one of WORKSPACE_MARKERS): in a project, AGENTS.md or memory/ are the project's own, and
+    stand-ins for the missing ones would show up there as strange new files."""
     if not any(os.path.lexists(root / name) for name in WORKSPACE_MARKERS):
         return []
-    return [Protection(root / name, "file") for name in BOOTSTRAP_ORDER] + [Protection(root / MEMORY_FOLDER, "folder")]
+    files = [Protection(root / name, "file") for name in (*BOOTSTRAP_ORDER, BOOT_FILE)]
+    return [*files, Protection(root / MEMORY_FOLDER, "folder"), Protection(root / HOOKS_FOLDER, "folder")]
 
 
 @dataclass

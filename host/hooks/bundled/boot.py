@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from hermitcrab.util.persona_files import BOOT_FILE
+
 from ...events import NOWHERE, Event, system
 from ..events import HookContext
 
-BOOT_FILE = "BOOT.md"
 PROMPT = "The host just started. Follow the start-up instructions of {file}; reply NO_REPLY when done.\n\n{text}"
 
 

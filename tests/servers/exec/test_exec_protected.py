@@ -41,6 +41,12 @@ ATTACKS = {
         "rm -rf memory",
         "mv memory m2",
     ],
+    "hooks": [  # an enabled hook's command runs on the host, outside the sandbox
+        "echo 'touch ~/pwned' >> hooks/log/run.sh",
+        "mkdir hooks/evil",
+        "mv hooks h2 && mkdir -p hooks/log",
+        "echo 'run this' > BOOT.md",  # missing: run as the owner's instructions at start-up once created
+    ],
     "git": [
         "echo '[alias] st = !touch pwned' >> proj/.git/config",
         "git config --file proj/.git/config alias.st '!touch pwned'",
@@ -64,6 +70,8 @@ def tree(workspace: Path) -> dict[Path, bytes | None]:
     (workspace / "AGENTS.md").write_text("rules\n")
     (workspace / "memory").mkdir()
     (workspace / "memory" / "2026-12-01.md").write_text("a note\n")
+    (workspace / "hooks" / "log").mkdir(parents=True)
+    (workspace / "hooks" / "log" / "run.sh").write_text("#!/bin/sh\ncat >> log.jsonl\n")
     for repo in (workspace / "proj", workspace / "nested" / "deeper" / "repo"):
         subprocess.run(["git", "init", "-q", str(repo)], check=True)
         shutil.rmtree(repo / ".git" / "hooks")  # a missing hooks folder must not be creatable either
@@ -150,6 +158,8 @@ async def test_a_stand_in_outlives_the_command_that_made_it_while_another_uses_i
         ("write_file", {"path": "BOOTSTRAP.md", "content": "evil"}),
         ("edit_file", {"path": "AGENTS.md", "old_text": "rules", "new_text": "evil"}),
         ("write_file", {"path": "memory/2026-12-02.md", "content": "evil"}),
+        ("write_file", {"path": "hooks/log/run.sh", "content": "evil"}),
+        ("write_file", {"path": "hooks/new/HOOK.md", "content": "evil"}),
         ("write_file", {"path": "proj/.git/hooks/pre-commit", "content": "evil"}),
         ("write_file", {"path": "bare.git/config", "content": "evil"}),
     ],
@@ -196,7 +206,14 @@ async def test_a_file_tool_changes_a_persona_file_only_when_the_owner_approves_t
 
 
 @pytest.mark.parametrize(
-    "command", ["echo x > SOUL.md", "echo x | tee memory/2026-12-02.md", "echo x > BOOTSTRAP.md", "rm AGENTS.md"]
+    "command",
+    [
+        "echo x > SOUL.md",
+        "echo x | tee memory/2026-12-02.md",
+        "echo x > BOOTSTRAP.md",
+        "rm AGENTS.md",
+        "echo x > hooks/log/run.sh",
+    ],
 )
 async def test_without_the_sandbox_the_policy_refuses_the_same_writes(
     workspace: Path, state: Path, tree: dict[Path, bytes | None], command: str
@@ -206,7 +223,9 @@ async def test_without_the_sandbox_the_policy_refuses_the_same_writes(
     async with Client(server) as client:
         result = await client.call_tool("exec", {"command": command})
         control = await client.call_tool("exec", {"command": "echo x > notes.txt"})
-    assert result.is_error and ("persona file" in str(result.content) or "memory folder" in str(result.content))
+    assert result.is_error and any(
+        why in str(result.content) for why in ("persona file", "memory folder", "hooks folder")
+    )
     assert not control.is_error and (workspace / "notes.txt").read_text() == "x\n"
     assert {p: v for p, v in _snapshot(workspace).items() if p.name != "notes.txt"} == tree
 
