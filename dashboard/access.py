@@ -26,7 +26,9 @@ LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 OPEN_PATH = "/login"
 OPEN_PREFIX = "/static/"
 SAFE_METHODS = frozenset({"GET", "HEAD"})
-MAX_FORM_BYTES = 1024 * 1024
+MAX_FORM_BYTES = 4 * 1024 * 1024
+"""Above the largest form the pages send (a memory edit of 300,000 characters, four bytes each at most in UTF-8 and
+three for each of those urlencoded), so an edit too long for the page gets the page's own sentence and its text back."""
 SECURITY_HEADERS = [
     (
         b"content-security-policy",
@@ -85,7 +87,7 @@ class Access:
             if token is None and headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
                 body = await _body(receive)
                 if body is None:
-                    await _json(send, 413, "the form is larger than 1 MB")
+                    await _json(send, 413, f"the form is larger than {MAX_FORM_BYTES // (1024 * 1024)} MB")
                     return
                 token = _form_field(body, "csrf")
                 receive = _replay(body)

@@ -21,7 +21,7 @@ from hermitcrab.util.files import atomic_write_text
 EVERGREEN = ("MEMORY.md", "USER.md")
 FOLDER = "memory"
 MAX_SHOWN_BYTES = 2_000_000  # what the memory server reads at most
-MAX_EDIT_BYTES = 300_000  # urlencoded, a form of non-ASCII text triples: this stays under the 1 MB a form may be
+MAX_EDIT_BYTES = 300_000  # the page's textarea takes as many characters; access.MAX_FORM_BYTES is set above that
 MAX_LISTED = 200
 MAX_PATH_CHARS = 1000
 WHAT_IS_MEMORY = "MEMORY.md, USER.md or a .md file under memory/"

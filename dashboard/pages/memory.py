@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from .. import memory_files
+from ..access import MAX_FORM_BYTES
 from ..context import context
 from ..numbers import whole_number
 from ..render import done, page
@@ -130,15 +131,19 @@ async def edit(request: Request) -> Response:
     try:
         file = memory_files.read(context(request).settings.workspace, rel)
     except memory_files.Refused as exc:
-        return page(request, "memory_edit.html", TITLE, status=400, rel=rel, problem=str(exc))
+        return _edit_page(request, status=400, rel=rel, problem=str(exc))
     if not file.editable:
         problem = f"{rel} cannot be edited here: {memory_files.why_not_editable(file)}"
-        return page(request, "memory_edit.html", TITLE, status=400, rel=rel, problem=problem)
-    return page(request, "memory_edit.html", TITLE, rel=rel, text=file.text, opened=file.digest)
+        return _edit_page(request, status=400, rel=rel, problem=problem)
+    return _edit_page(request, rel=rel, text=file.text, opened=file.digest)
+
+
+def _edit_page(request: Request, status: int = 200, **values: Any) -> Response:
+    return page(request, "memory_edit.html", TITLE, status, max_chars=memory_files.MAX_EDIT_BYTES, **values)
 
 
 async def save(request: Request) -> Response:
-    form = await request.form()
+    form = await request.form(max_part_size=MAX_FORM_BYTES)  # the door's limit, not Starlette's 1 MB per field
     rel, text, opened = (str(form.get(name, "")) for name in ("path", "text", "opened"))
     workspace = context(request).settings.workspace
     try:
@@ -149,10 +154,8 @@ async def save(request: Request) -> Response:
             "It is below, with what the file holds now: merge them and save again."
         )
         current = changed.current
-        return page(
+        return _edit_page(
             request,
-            "memory_edit.html",
-            TITLE,
             status=409,
             rel=rel,
             text=text,
@@ -161,7 +164,7 @@ async def save(request: Request) -> Response:
             problem=problem,
         )
     except memory_files.Refused as exc:
-        return page(request, "memory_edit.html", TITLE, status=400, rel=rel, text=text, opened=opened, problem=str(exc))
+        return _edit_page(request, status=400, rel=rel, text=text, opened=opened, problem=str(exc))
     return done(request, file_url(rel), f"Saved {rel}: {REINDEX_NOTE}.")
 
 

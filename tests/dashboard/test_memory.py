@@ -127,3 +127,19 @@ def test_a_long_file_is_shown_a_window_at_a_time_around_the_line_asked_for(run: 
     assert "Showing lines 1501 to 2500 of 2500." in around.text and "<mark>- note 2400</mark>" in around.text
     assert "from=501" in around.text and "Later lines" not in around.text
     assert "Showing lines 1 to 1000 of 2500." in earlier.text and "<mark>" not in earlier.text
+
+
+def test_an_edit_too_long_for_the_page_gets_its_sentence_and_keeps_the_text(run: DashboardRun):
+    (run.home / "workspace" / "memory" / "big.md").write_text(NOTES)
+    text = "é" * 600_000  # past the page's 300,000 characters, and past 1 MB when sent as a form
+    with httpx.Client(base_url=run.url) as client:
+        client.get(run.login_link())
+        editing = client.get("/memory/edit", params={"path": "memory/big.md"}).text
+        assert 'maxlength="300000"' in editing
+        csrf = editing.partition('name="csrf-token" content="')[2].partition('"')[0]
+        opened = editing.partition('name="opened" value="')[2].partition('"')[0]
+        form = {"csrf": csrf, "path": "memory/big.md", "text": text, "opened": opened}
+        refused = client.post("/memory/edit", data=form)
+    assert refused.status_code == 400 and "larger than 300 KB: nothing was saved" in refused.text
+    assert text in refused.text
+    assert (run.home / "workspace" / "memory" / "big.md").read_text() == NOTES
