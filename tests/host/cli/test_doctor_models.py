@@ -4,6 +4,7 @@ of run, webhook and heartbeat, and a table that stays readable at 80 columns (wo
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hermitcrab.host.cli.app import app
+from hermitcrab.host.inbox.lock import holding_home
 from tests.support.cli_output import table_rows
 from tests.support.fake_llm import FakeLLM, fake_llm_env, running_fake_llm
 
@@ -69,3 +71,11 @@ def test_at_80_columns_no_word_is_cut_and_the_new_rows_show(hermitcrab_home: Pat
     assert rows["run", "running"][3] == "no `hermitcrab run` for this home now"
     assert rows["webhook", "served"][3].startswith("off (no [webhook] token")
     assert rows["heartbeat", "beats"][3].startswith("every 30 min; HEARTBEAT.md has no tasks")
+
+
+def test_a_running_run_is_named_with_its_pid(hermitcrab_home: Path, llm: FakeLLM):
+    with holding_home(hermitcrab_home, hermitcrab_home / "state"):  # as `hermitcrab run` holds it
+        _, output = doctor(hermitcrab_home, llm, "fake-model", {})
+
+    rows = {(row[1], row[2]): row for row in table_rows(output)}
+    assert rows["run", "running"][3] == f"`hermitcrab run` is running for this home (pid {os.getpid()})"
