@@ -28,7 +28,7 @@ def said(llm: FakeLLM) -> list[str]:
     return [request["messages"][-1]["content"] for request in llm.requests]
 
 
-def test_pastes_and_continued_lines_are_one_message_ctrl_c_stops_a_turn_and_up_recalls_after_a_restart(
+def test_pastes_and_continued_lines_are_one_message_ctrl_c_stops_a_turn_tab_completes_and_up_recalls_after_a_restart(
     hermitcrab_home: Path, llm: FakeLLM
 ):
     llm.enqueue(
@@ -49,6 +49,12 @@ def test_pastes_and_continued_lines_are_one_message_ctrl_c_stops_a_turn_and_up_r
         wait_for(lambda: chat.cursor_line == PROMPT, f"no prompt after Ctrl-C: {chat.screen}")
         chat.type("are you there?\r")
         wait_for(lambda: chat.screen.endswith(f"four\n{PROMPT}"), f"the chat did not go on: {chat.screen}")
+        chat.type("/sta")
+        wait_for(lambda: chat.cursor_line == f"{PROMPT} /sta", f"the typing did not show: {chat.screen}")
+        chat.type("\t")
+        wait_for(lambda: chat.cursor_line == f"{PROMPT} /status", f"Tab completed nothing: {chat.screen}")
+        chat.type("\r")
+        wait_for(lambda: chat.screen.endswith(f"Dead letters: none\n{PROMPT}"), f"no /status: {chat.screen}")
         chat.type(CTRL_D)
         assert chat.process.wait(timeout=30) == 0
     finally:
@@ -67,7 +73,9 @@ def test_pastes_and_continued_lines_are_one_message_ctrl_c_stops_a_turn_and_up_r
     again = started(hermitcrab_home, llm)
     try:
         again.type(UP)
-        wait_for(lambda: again.cursor_line == f"{PROMPT} are you there?", f"Up recalled nothing: {again.screen}")
+        wait_for(lambda: again.cursor_line == f"{PROMPT} /status", "Up recalled nothing")
+        again.type(UP)
+        wait_for(lambda: again.cursor_line == f"{PROMPT} are you there?", "Up recalled no earlier message")
         again.type("\r")
         wait_for(lambda: again.screen.endswith(f"five\n{PROMPT}"), f"the recalled line was not sent: {again.screen}")
     finally:
