@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -26,7 +27,7 @@ def create_app(context: Context, *, secure_cookie: bool = False) -> Starlette:
 
     async def login(request: Request) -> Response:
         token = request.query_params.get("token")
-        if token is None or not links.redeem(token):
+        if token is None or not await anyio.to_thread.run_sync(links.redeem, token):
             problem = "That login link is used up or expired." if token is not None else None
             return page(request, "login.html", "Log in", status=401, problem=problem)
         # A page of our own rather than a redirect: a link opened from another site's page would carry the Strict
@@ -35,7 +36,7 @@ def create_app(context: Context, *, secure_cookie: bool = False) -> Starlette:
         response = page(request, "login_done.html", "Logged in", to=first.PATH, name=first.TITLE)
         response.set_cookie(
             COOKIE,
-            sessions.open(),
+            await anyio.to_thread.run_sync(sessions.open),
             max_age=int(SESSION_TTL_S),
             httponly=True,
             samesite="strict",
@@ -44,7 +45,7 @@ def create_app(context: Context, *, secure_cookie: bool = False) -> Starlette:
         return response
 
     async def logout(request: Request) -> Response:
-        sessions.close(request.state.session)
+        await anyio.to_thread.run_sync(sessions.close, request.state.session)
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(COOKIE)
         return response

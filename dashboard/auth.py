@@ -21,6 +21,7 @@ from hermitcrab.util.store import JsonFile
 LINK_TTL_S = 600.0  # long enough to copy the link into a browser; a link left in a scrollback soon dies
 SESSION_TTL_S = 30 * 86400.0  # a month: the owner's own browser on the owner's own machine
 COOKIE = "hermitcrab_session"
+LOCK_TIMEOUT_S = 10.0  # the lock is held for one small file's rewrite; a longer wait means a stuck holder
 
 
 def _digest(secret: str) -> str:
@@ -43,7 +44,7 @@ class _Secrets:
     def __init__(self, path: Path, clock: Callable[[], float]) -> None:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._file = JsonFile(path)
-        self._lock = FileLock(str(path.with_suffix(".lock")))
+        self._lock = FileLock(str(path.with_suffix(".lock")), timeout=LOCK_TIMEOUT_S)
         self._clock = clock
 
     def add(self, ttl_s: float) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, cast
 from urllib.parse import urlencode
 
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
@@ -60,13 +61,12 @@ def file_url(rel: str, line: int | None = None, to: int | None = None) -> str:
 async def show(request: Request) -> Response:
     found = context(request)
     query = request.query_params.get("q", "").strip()
-    evergreen, folder = memory_files.tree(found.settings.workspace)
+    evergreen, folder = await anyio.to_thread.run_sync(memory_files.tree, found.settings.workspace)
     values: dict[str, Any] = {
         "query": query,
         "evergreen": evergreen,
         "folder": folder,
         "file_url": file_url,
-        "max_listed": memory_files.MAX_LISTED,
     }
     try:
         memory = server_with(found, "memory_search", "memory")
@@ -96,7 +96,7 @@ def _hits(answer: dict[str, Any]) -> list[Hit]:
 async def view(request: Request) -> Response:
     rel = request.query_params.get("path", "")
     try:
-        file = memory_files.read(context(request).settings.workspace, rel)
+        file = await anyio.to_thread.run_sync(memory_files.read, context(request).settings.workspace, rel)
     except memory_files.Refused as exc:
         return page(request, "memory_file.html", TITLE, status=400, rel=rel, problem=str(exc))
     lines = file.text.splitlines()
@@ -129,7 +129,7 @@ def _window_url(rel: str, start: int) -> str:
 async def edit(request: Request) -> Response:
     rel = request.query_params.get("path", "")
     try:
-        file = memory_files.read(context(request).settings.workspace, rel)
+        file = await anyio.to_thread.run_sync(memory_files.read, context(request).settings.workspace, rel)
     except memory_files.Refused as exc:
         return _edit_page(request, status=400, rel=rel, problem=str(exc))
     if not file.editable:
@@ -147,7 +147,7 @@ async def save(request: Request) -> Response:
     rel, text, opened = (str(form.get(name, "")) for name in ("path", "text", "opened"))
     workspace = context(request).settings.workspace
     try:
-        memory_files.save(workspace, rel, text, opened)
+        await anyio.to_thread.run_sync(memory_files.save, workspace, rel, text, opened)
     except memory_files.Changed as changed:
         problem = (
             f"{rel} changed since you opened it (the agent may have written to it), so your text was not saved. "

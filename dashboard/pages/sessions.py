@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import anyio
@@ -28,7 +29,7 @@ from ..context import context
 from ..numbers import whole_number
 from ..render import Notices, done, moment, page, templates
 from .session_commands import session_commands
-from .session_files import Shown, Summaries, Summary, read_entries, shown
+from .session_files import Shown, Summaries, Summary, read_entries, shown, summarise
 
 TITLE = "Sessions"
 PATH = "/sessions"
@@ -89,7 +90,7 @@ async def transcript(request: Request) -> Response:
     if path is None:
         return page(request, "session.html", TITLE, status=404, problem=f"There is no session called “{key}”.")
     try:
-        entries, offset = await anyio.to_thread.run_sync(read_entries, path)
+        entries, offset, summary = await anyio.to_thread.run_sync(_read_summarised, path)
     except OSError as exc:
         problem = f"The transcript {path.name} could not be read ({exc.strerror or exc})."
         return page(request, "session.html", f"Session {key}", status=500, problem=problem)
@@ -103,12 +104,22 @@ async def transcript(request: Request) -> Response:
         key=key,
         href=href(key),
         transcript_id=path.stem,
-        summary=summaries.of(path),
+        summary=summary,
         lines=kept,
         total=len(lines),
         live=live_href(key, path.stem, offset),
         busy=context(request).gateway.pending(key) > 0,
     )
+
+
+def _read_summarised(path: Path) -> tuple[list[dict[str, Any]], int, Summary]:
+    """The transcript's entries, the offset after them and their summary, from one read (in a worker thread)."""
+    entries, offset = read_entries(path)
+    try:
+        changed = path.stat().st_mtime
+    except FileNotFoundError:  # a session just begun: no file until its first entry
+        return entries, offset, Summary()
+    return entries, offset, summarise(entries, changed)
 
 
 async def command(request: Request) -> Response:
