@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import anyio.to_thread
 from starlette.requests import Request
@@ -18,10 +17,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hermitcrab.host.turn.budget import DEFAULT_LIMITS, TOTAL, Limit
+from hermitcrab.host.usage.calls import recorded_calls
 from hermitcrab.host.usage.prices import Prices
 from hermitcrab.host.usage.tally import GroupBy, Totals, price_hints, tally
 
 from ..context import context
+from ..moments import owner_zone
 from ..numbers import whole_number
 from ..render import page
 
@@ -63,7 +64,7 @@ async def show(request: Request) -> Response:
     days = days if days in PERIODS else PERIODS[0]
     problem = None if asked == str(days) else f"The period is {PERIODS[0]} or {PERIODS[1]} days; showing {days}."
     settings = host.settings
-    zone = ZoneInfo(settings.agent.timezone) if settings.agent.timezone else None
+    zone = owner_zone(settings)
     midnight = host.agent.now().replace(hour=0, minute=0, second=0, microsecond=0).astimezone()  # naive is local
     since = midnight - dt.timedelta(days=days - 1)
     prices = Prices(settings.providers)
@@ -86,11 +87,13 @@ async def show(request: Request) -> Response:
     )
 
 
-def _tables(state: Path, prices: Prices, since: dt.datetime, zone: dt.tzinfo | None) -> tuple[list[Table], Totals]:
+def _tables(state: Path, prices: Prices, since: dt.datetime, zone: dt.tzinfo) -> tuple[list[Table], Totals]:
+    """The period's calls, read once from the transcripts, grouped each of the page's ways."""
+    calls = list(recorded_calls(state, since))
     tables: list[Table] = []
     total = Totals()
     for by, label in GROUPS:
-        groups, total = tally(state, prices, since, by, zone)
+        groups, total = tally(state, prices, since, by, zone, calls)
         order = sorted(groups.items(), reverse=True) if by == "day" else sorted(groups.items(), key=_most_first)
         tables.append(Table(by, label, order))
     return tables, total

@@ -47,15 +47,21 @@ class Totals:
 
 
 def tally(
-    state: Path, prices: Prices, since: dt.datetime, by: GroupBy, zone: dt.tzinfo | None = None
+    state: Path,
+    prices: Prices,
+    since: dt.datetime,
+    by: GroupBy,
+    zone: dt.tzinfo | None = None,
+    calls: Iterable[Call] | None = None,
 ) -> tuple[dict[str, Totals], Totals]:
-    """The calls from `since` on in the home's `state`, summed by `by` (days in `zone`, default local), and all.
+    """The calls from `since` on in the home's `state`, summed by `by` (days in `zone`, default local), and all;
+    `calls` when the caller read them already (to group one reading several ways).
 
     Calls of one row, model and UTC day are priced once, summed, where the price allows (`Prices.summable`)."""
     summed: dict[tuple[str, str, str, dt.date], Call] = {}
     summable: dict[tuple[str, str, dt.date], bool] = {}
     alone: list[tuple[str, Call]] = []
-    for call in recorded_calls(state, since):
+    for call in recorded_calls(state, since) if calls is None else calls:
         key, day = _key(call, by, zone), call.when.astimezone(dt.UTC).date()
         together = summable.get((call.provider, call.model, day))
         if together is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import subprocess
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from playwright.sync_api import Locator, Page
@@ -16,7 +17,12 @@ from tests.support.cli import CLI, cli_env
 from tests.support.dashboard import chromium, dashboard_run, logged_in, serious_violations
 from tests.support.fake_llm import FakeLLM, openai_text, running_fake_llm
 
-CONFIG = "[heartbeat]\nevery_minutes = 0\n\n[budget]\ncalls_per_day = 40\nusd_per_day = 2\n"
+ZONE = "Pacific/Kiritimati"
+"""The agent's zone, UTC+14: its day is the machine's only part of the time, so a test using the machine's date
+would fail."""
+CONFIG = (
+    f'[agent]\ntimezone = "{ZONE}"\n\n[heartbeat]\nevery_minutes = 0\n\n[budget]\ncalls_per_day = 40\nusd_per_day = 2\n'
+)
 PAID = '[[providers]]\nname = "paid"\nkind = "openai"\nmodel = "fake-model"\napi_key = "sk-test-secret"\n'
 PRICE = "price = {input = 2.0, output = 10.0}\n"
 """USD per 1M tokens in and out."""
@@ -52,6 +58,10 @@ def usage(tmp_path_factory: pytest.TempPathFactory):
             yield page
 
 
+def agent_today() -> dt.date:
+    return dt.datetime.now(ZoneInfo(ZONE)).date()
+
+
 def cells(table: Locator, row: str) -> list[str]:
     """The cells of the row headed `row`, their text without the space around it."""
     return [text.strip() for text in table.get_by_role("row", name=row).get_by_role("cell").all_inner_texts()]
@@ -61,7 +71,7 @@ def test_calls_and_tokens_by_day_model_and_session_priced_per_profile(usage: Pag
     assert usage.get_by_role("heading", level=1).inner_text() == "Usage"
     both = ["1,500", "0%", "250", "2", "$0.0015"]  # tokens in, cached, out, calls, cost
     assert cells(usage.get_by_role("table", name="By model"), "fake-model (openai)")[:5] == both
-    assert cells(usage.get_by_role("table", name="By day"), f"{dt.datetime.now():%Y-%m-%d}")[:5] == both
+    assert cells(usage.get_by_role("table", name="By day"), f"{agent_today():%Y-%m-%d}")[:5] == both
     by_session = usage.get_by_role("table", name="By session")
     assert cells(by_session, "main")[:5] == ["1,000", "0%", "200", "1", "$0.0000"]  # a loopback server is free
     assert cells(by_session, "notes")[:5] == ["500", "0%", "50", "1", "$0.0015"]
@@ -79,7 +89,7 @@ def test_today_is_set_against_the_daily_budget(usage: Page):
 def test_the_period_is_chosen_in_a_form(usage: Page):
     usage.get_by_label("Period").select_option("30")
     usage.get_by_role("button", name="Show").click()
-    since = dt.date.today() - dt.timedelta(days=29)
+    since = agent_today() - dt.timedelta(days=29)
     assert usage.get_by_role("heading", name=f"Since {since:%Y-%m-%d}").is_visible()
     assert usage.url.endswith("/usage?days=30")
     assert usage.get_by_label("Period").input_value() == "30"
