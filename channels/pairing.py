@@ -199,12 +199,19 @@ class PairingStore:
             state.denied.append(denied)
             return Denial(denied, already=False)
 
-    def revoke(self, user: str) -> list[Allowed]:
-        """Remove the user (by id, or by name) from every channel; returns whom it removed."""
+    def revoke(self, user: str, channel: str | None = None) -> list[Allowed]:
+        """Remove the user (by id, or by name) from every channel, or from `channel` only (then `user` is the id:
+        the dashboard's row, which must leave a same-named user of another channel alone); returns whom it removed."""
+
+        def matches(entry: Allowed | Request) -> bool:
+            if channel is not None:
+                return entry.channel == channel and entry.user == user
+            return user in (entry.user, entry.name)
+
         with self._change() as state:
-            gone = [a for a in state.allowed if user in (a.user, a.name)]
+            gone = [a for a in state.allowed if matches(a)]
             state.allowed = [a for a in state.allowed if a not in gone]
-            state.pending = [r for r in state.pending if user not in (r.user, r.name)]
+            state.pending = [r for r in state.pending if not matches(r)]
             return gone
 
     def unannounced(self, channel: str) -> list[Allowed]:

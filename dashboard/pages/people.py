@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Route
 
 from hermitcrab.channels.pairing import Allowed, Denied, PairingStore
 from hermitcrab.channels.pairing import Request as Waiting
-from hermitcrab.host.config import DiscordSettings
+from hermitcrab.host.config import DiscordSettings, Settings, TelegramSettings
 
 from ..context import context
 from ..render import done, page
@@ -91,21 +91,21 @@ async def show(request: Request) -> Response:
         discord_on=discord.token is not None,
         dm_policy=DM_POLICIES[discord.dm_policy],
         waiting=_capped(sorted(waiting, key=lambda r: r.created)),
-        people=_capped(_people(allowed, discord)),
+        people=_capped(_people(allowed, context(request).settings)),
         denied=_capped(sorted(denied, key=lambda d: -d.denied)),
         owners=discord.owners,
         guilds=sorted(discord.guilds.items()),
     )
 
 
-def _people(allowed: list[Allowed], discord: DiscordSettings) -> list[Person]:
-    """The approved users, newest first, then those the config allowlists."""
+def _people(allowed: list[Allowed], settings: Settings) -> list[Person]:
+    """The approved users of every channel, newest first, then those the config allowlists."""
     approved = [
         Person(
             a.channel,
             a.user,
             a.name,
-            _kind(a.user, discord),
+            _kind(a.channel, a.user, settings),
             f"pairing code {a.code}" if a.code else "approved by pairing",
             a.approved,
             revocable=True,
@@ -113,15 +113,23 @@ def _people(allowed: list[Allowed], discord: DiscordSettings) -> list[Person]:
         for a in sorted(allowed, key=lambda a: -a.approved)
     ]
     listed = [
-        Person("discord", user, None, _kind(user, discord), "listed in [discord] allow_from")
-        for user in discord.allow_from
+        Person(channel, user, None, _kind(channel, user, settings), f"listed in [{channel}] allow_from")
+        for channel, rules in _channels(settings).items()
+        for user in rules.allow_from
     ]
     return approved + listed
 
 
-def _kind(user: str, discord: DiscordSettings) -> Literal["owner", "peer"]:
-    """The principal a DM from `user` gets (channels/discord/access.py): an owner's rights, else a peer's."""
-    return "owner" if user in discord.owners else "peer"
+def _channels(settings: Settings) -> dict[str, DiscordSettings | TelegramSettings]:
+    """The chat channels whose users pair, by the name their pairing entries carry."""
+    return {"discord": settings.discord, "telegram": settings.telegram}
+
+
+def _kind(channel: str, user: str, settings: Settings) -> Literal["owner", "peer"]:
+    """The principal a DM from `user` on `channel` gets (as that channel's access rules give it): an owner's rights
+    if they are among that channel's owners (a Discord id is no Telegram owner), else a peer's."""
+    rules = _channels(settings).get(channel)
+    return "owner" if rules is not None and user in rules.owners else "peer"
 
 
 async def approve(request: Request) -> Response:
@@ -134,7 +142,11 @@ async def deny(request: Request) -> Response:
 
 
 async def revoke(request: Request) -> Response:
-    return await _decide(request, "user", _revoked)
+    """A row's Revoke: that channel's user only, whoever else shares their name or id elsewhere."""
+    channel = (await request.form()).get("channel")
+    if not isinstance(channel, str) or not channel:
+        return done(request, PATH, "Nothing was changed: the form had no channel.")
+    return await _decide(request, "user", partial(_revoked, channel=channel))
 
 
 async def _decide(request: Request, field: str, action: Callable[[PairingStore, str], str]) -> Response:
@@ -168,10 +180,10 @@ def _denied(store: PairingStore, code: str) -> str:
     return f"Denied {_who(denial.denied)}; their messages are ignored for a day."
 
 
-def _revoked(store: PairingStore, user: str) -> str:
-    gone = store.revoke(user)
+def _revoked(store: PairingStore, user: str, *, channel: str) -> str:
+    gone = store.revoke(user, channel)
     if not gone:
-        raise LookupError(f"no approved user {user!r}")
+        raise LookupError(f"no approved {channel} user {user!r}")
     return "Revoked " + ", ".join(_who(a) for a in gone) + "; they can no longer DM the assistant."
 
 

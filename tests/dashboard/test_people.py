@@ -16,7 +16,7 @@ from playwright.sync_api import Page
 
 from hermitcrab.channels.pairing import Issued, PairingStore
 from tests.support.cli import wait_for
-from tests.support.dashboard import DashboardRun, chromium, dashboard_run, logged_in, serious_violations
+from tests.support.dashboard import QUIET, DashboardRun, chromium, dashboard_run, logged_in, serious_violations
 from tests.support.discord_host import CONFIG, discord_env
 from tests.support.fake_discord import GUILD_ID, OWNER, STRANGER, FakeDiscord
 from tests.support.fake_llm import FakeLLM, openai_text
@@ -143,3 +143,26 @@ def test_without_discord_an_approval_waits_and_a_wrong_code_or_a_torn_file_chang
         refused = client.post("/people/deny", data={"csrf": csrf.group(1), "code": "ABCD2345"}, follow_redirects=True)
         assert f"Nothing was changed: the pairing file {torn} cannot be read" in refused.text
         assert torn.read_text() == '{"pending": ['
+
+
+def test_each_channel_has_its_own_owners_and_a_revoke_leaves_the_same_id_on_another_channel(
+    tmp_path: Path, llm: FakeLLM
+):
+    config = f'{QUIET}[telegram]\nowners = ["99"]\n'
+    with dashboard_run(tmp_path / "home", llm, config=config) as run, httpx.Client(base_url=run.url) as client:
+        client.get(run.login_link())
+        store = PairingStore(run.home / "state" / "pairing")
+        for channel, name in (("discord", "dana"), ("telegram", "tess")):
+            issued = store.request(channel, "99", name)
+            assert isinstance(issued, Issued)
+            store.approve(issued.request.code)
+        shown = client.get("/people").text
+        csrf = re.search(r'name="csrf-token" content="(\w+)"', shown)
+        assert csrf is not None
+        rows = {row.split("user 99)")[0].rsplit("(", 1)[1]: row for row in shown.split("<tr>")[1:] if "user 99)" in row}
+        assert "<td>owner</td>" in rows["telegram "] and "<td>peer" in rows["discord "]
+        revoked = client.post(
+            "/people/revoke", data={"csrf": csrf.group(1), "channel": "telegram", "user": "99"}, follow_redirects=True
+        )
+        assert "Revoked tess (telegram user 99)" in revoked.text
+        assert [(a.channel, a.user) for a in store.allowed()] == [("discord", "99")]
