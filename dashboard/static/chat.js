@@ -41,16 +41,6 @@
       });
   }
 
-  async function post(form, body) {
-    const response = await fetch(form.action, {
-      method: "POST",
-      headers: { Accept: "application/json", "X-CSRF-Token": hermitcrab.csrf() },
-      body,
-    });
-    const answer = await response.json().catch(() => ({}));
-    if (!response.ok) throw new Error(answer.error || `${response.status} ${response.statusText}`);
-  }
-
   document.addEventListener("submit", async (event) => {
     const form = event.target.closest("form[data-chat]");
     if (!form) return;
@@ -60,7 +50,7 @@
     const buttons = form.querySelectorAll("button");
     buttons.forEach((button) => { button.disabled = true; });
     try {
-      await post(form, body);
+      await hermitcrab.post(form.action, body);
       problem.hidden = true;
       const id = form.querySelector('input[name="id"]');
       if (id) id.value = crypto.randomUUID(); // the next message is another one; a failed send keeps its id

@@ -4,12 +4,13 @@
 const hermitcrab = {
   csrf: () => document.querySelector('meta[name="csrf-token"]').content,
 
-  /** POST `data` (an object) as JSON to `url` with the CSRF token; the parsed JSON answer, or an Error thrown. */
-  async post(url, data) {
+  /** POST a form's `body` (URLSearchParams) to `url` with the CSRF token, as the form itself would but asking for
+   * JSON; the parsed answer, or an Error with the server's sentence thrown. */
+  async post(url, body) {
     const response = await fetch(url, {
       method: "POST",
-      headers: { "Content-Type": "application/json", "X-CSRF-Token": hermitcrab.csrf() },
-      body: JSON.stringify(data ?? {}),
+      headers: { Accept: "application/json", "X-CSRF-Token": hermitcrab.csrf() },
+      body,
     });
     const answer = await response.json().catch(() => ({}));
     if (!response.ok) throw new Error(answer.error || `${response.status} ${response.statusText}`);
