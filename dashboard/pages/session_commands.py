@@ -51,7 +51,10 @@ class SessionCommands:
         waiting = True
 
         def reply(text: str) -> None:
-            said.append(text) if waiting else later(text)
+            if waiting:
+                said.append(text)
+            else:
+                later(text)
 
         async def ended(handled: bool, error: str | None) -> None:
             self._waiting.pop(ticket, None)
