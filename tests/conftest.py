@@ -15,11 +15,27 @@ import pytest
 from stamina.instrumentation import RetryDetails, set_on_retry_hooks
 
 from hermitcrab.host.config import PROVIDER_VARIABLES
+from tests.support.fake_discord import FakeDiscord, running_fake_discord
+from tests.support.fake_llm import FakeLLM, running_fake_llm
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    """The scripted LLM on 127.0.0.1 (OpenAI and Anthropic formats), for a test's host to talk to."""
+    with running_fake_llm() as fake:
+        yield fake
+
+
+@pytest.fixture
+def discord_api() -> Iterator[FakeDiscord]:
+    """A fake Discord (REST and gateway) on 127.0.0.1, for `hermitcrab run` to log in to."""
+    with running_fake_discord() as fake:
+        yield fake
 
 
 @pytest.fixture(autouse=True)

@@ -1,34 +1,20 @@
-"""End-to-end fixtures: the scripted LLM server, the fake Discord, Claude Desktop JSON for the test MCP server, a
-runner for the CLI."""
+"""End-to-end fixtures: Claude Desktop JSON for the test MCP server, a runner for the CLI (the scripted LLM and the
+fake Discord are tests/conftest.py's)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.support.cli import CLI, cli_env
-from tests.support.fake_discord import FakeDiscord, running_fake_discord
-from tests.support.fake_llm import FakeLLM, running_fake_llm
+from tests.support.fake_llm import FakeLLM
 
 TEST_SERVER = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeLLM]:
-    with running_fake_llm() as fake:
-        yield fake
-
-
-@pytest.fixture
-def discord_api() -> Iterator[FakeDiscord]:
-    """A fake Discord (REST and gateway) on 127.0.0.1, for `hermitcrab run` to log in to."""
-    with running_fake_discord() as fake:
-        yield fake
 
 
 @pytest.fixture
