@@ -4,14 +4,17 @@ the CSRF token its forms carry, the notices left by the last action)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import defaultdict
+from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.templating import Jinja2Templates
 
 from . import moments
@@ -60,6 +63,29 @@ def done(request: Request, to: str, notice: str | None = None) -> Response:
         notices: Notices = request.app.state.notices
         notices.add(request.state.session, notice)
     return RedirectResponse(to, status_code=303)
+
+
+@dataclass(frozen=True)
+class ServerEvent:
+    """One message of a live page's stream: its `kind` (the browser's event type), `data` (sent as JSON) and `id`
+    (what the browser sends back as Last-Event-ID when it reconnects; None: this message moves no cursor)."""
+
+    kind: str
+    data: object
+    id: str | int | None = None
+
+
+def event_stream(events: AsyncIterable[ServerEvent], retry_ms: int | None = None) -> StreamingResponse:
+    """`events` as Server-Sent Events, unbuffered by a proxy; `retry_ms` tells the browser how soon to reconnect."""
+
+    async def encoded() -> AsyncIterator[str]:
+        if retry_ms is not None:
+            yield f"retry: {retry_ms}\n\n"
+        async for event in events:
+            head = f"id: {event.id}\n" if event.id not in (None, "") else ""
+            yield f"{head}event: {event.kind}\ndata: {json.dumps(event.data, ensure_ascii=False)}\n\n"
+
+    return StreamingResponse(encoded(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
 
 
 def moment(at: float, now: dt.datetime) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import json
 import re
 import socket
 import uuid
@@ -25,7 +24,7 @@ from urllib.parse import urlsplit
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from hermitcrab.channels.web import Entry, WebChannel
@@ -34,7 +33,7 @@ from ..auth import csrf_token
 from ..context import context
 from ..moments import owner_zone, parsed, shown
 from ..numbers import whole_number
-from ..render import done, page, templates
+from ..render import ServerEvent, done, event_stream, page, templates
 
 TITLE = "Chat"
 PATH = "/chat"
@@ -127,8 +126,8 @@ async def stream(request: Request) -> Response:
     reconnects), as server-sent events; a new or changed entry comes as its HTML, from the page's own template."""
     found = context(request)
     cursor = request.headers.get("last-event-id") or request.query_params.get("after")
-    body = _events(found.web, cursor, _Entries(owner_zone(found.settings), csrf_token(request.state.session)))
-    return StreamingResponse(body, media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
+    entries = _Entries(owner_zone(found.settings), csrf_token(request.state.session))
+    return event_stream(_events(found.web, cursor, entries), RETRY_MS)
 
 
 class _Entries:
@@ -143,12 +142,10 @@ class _Entries:
         return self.template.render(e=_shown_entry(entry, self.zone), csrf=self.csrf)
 
 
-async def _events(web: WebChannel, cursor: str | None, entries: _Entries) -> AsyncIterator[bytes]:
-    yield f"retry: {RETRY_MS}\n\n".encode()
+async def _events(web: WebChannel, cursor: str | None, entries: _Entries) -> AsyncIterator[ServerEvent]:
     async for number, event in web.follow(cursor):
         data = {"id": event.data["id"], "html": entries.html(event.data)} if event.type in ENTRY_EVENTS else event.data
-        head = f"id: {number}\n" if number else ""
-        yield f"{head}event: {event.type}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+        yield ServerEvent(event.type, data, number)
 
 
 def _outcome(request: Request, problem: str | None) -> Response:

@@ -8,7 +8,6 @@ terminal sequences.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import anyio.to_thread
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hermitcrab.host.config import ServerConfig, Settings
@@ -30,7 +29,7 @@ from hermitcrab.util.redact import redact
 from hermitcrab.util.text import escape_controls
 
 from ..context import context
-from ..render import page
+from ..render import ServerEvent, event_stream, page
 
 TITLE = "Servers"
 PATH = "/servers"
@@ -93,7 +92,7 @@ async def live_logs(request: Request) -> Response:
     """Each log's tail again as a Server-Sent Event (`tail`: name, note, lines) whenever the log is written."""
     logs = context(request).settings.state / "logs"
 
-    async def events() -> AsyncIterator[str]:
+    async def events() -> AsyncIterator[ServerEvent]:
         seen: dict[str, Stamp | None] = {}
         while True:
             for name in LOGS:
@@ -101,11 +100,10 @@ async def live_logs(request: Request) -> Response:
                 if name not in seen or seen[name] != now:
                     seen[name] = now
                     tail = await anyio.to_thread.run_sync(_tail, logs / name)
-                    data = json.dumps({"name": tail.name, "note": tail.note, "lines": tail.lines})
-                    yield f"event: tail\ndata: {data}\n\n"
+                    yield ServerEvent("tail", {"name": tail.name, "note": tail.note, "lines": tail.lines})
             await anyio.sleep(POLL_S)
 
-    return StreamingResponse(events(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
+    return event_stream(events())
 
 
 def _server(handle: ServerHandle, settings: Settings) -> Server:

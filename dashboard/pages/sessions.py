@@ -9,7 +9,6 @@ event loop, and a long transcript must not hold up a turn.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from functools import partial
@@ -20,14 +19,14 @@ from urllib.parse import quote, urlencode
 import anyio
 import anyio.to_thread
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hermitcrab.util.files import stamp
 
 from ..context import context
 from ..numbers import whole_number
-from ..render import Notices, done, moment, page, templates
+from ..render import Notices, ServerEvent, done, event_stream, moment, page, templates
 from .session_commands import session_commands
 from .session_files import Shown, Summaries, Summary, read_entries, shown, summarise
 
@@ -145,27 +144,27 @@ async def live(request: Request) -> Response:
     wanted = request.query_params.get("id", "")
     offset = whole_number(request.headers.get("last-event-id") or request.query_params.get("offset"), 0)
 
-    async def events() -> AsyncIterator[str]:
+    async def events() -> AsyncIterator[ServerEvent]:
         nonlocal offset
         seen, running = None, None
         while True:
             path = host.agent.store.transcripts().get(key)
             if path is None or path.stem != wanted:
-                yield _event("replaced", {})
+                yield ServerEvent("replaced", {})
                 return
             now = stamp(path)
             if now != seen:
                 seen = now
                 entries, offset = await anyio.to_thread.run_sync(read_entries, path, offset)
                 if lines := shown(entries):
-                    yield _event("entries", {"html": _render(lines, host.agent.now())}, offset)
+                    yield ServerEvent("entries", {"html": _render(lines, host.agent.now())}, offset)
             busy = host.gateway.pending(key) > 0
             if busy != running:
                 running = busy
-                yield _event("state", {"text": _state(busy)})
+                yield ServerEvent("state", {"text": _state(busy)})
             await anyio.sleep(POLL_S)
 
-    return StreamingResponse(events(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
+    return event_stream(events())
 
 
 def _render(lines: list[Shown], now: dt.datetime) -> str:
@@ -174,11 +173,6 @@ def _render(lines: list[Shown], now: dt.datetime) -> str:
 
 def _state(busy: bool) -> str:
     return "A turn is running in this session: new entries appear as it writes them." if busy else ""
-
-
-def _event(kind: str, data: object, offset: int | None = None) -> str:
-    said = f"event: {kind}\ndata: {json.dumps(data)}\n"
-    return said + (f"id: {offset}\n" if offset is not None else "") + "\n"
 
 
 routes: list[BaseRoute] = [
