@@ -17,7 +17,7 @@ import ipaddress
 import re
 import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,9 +31,9 @@ from hermitcrab.channels.web import Entry, WebChannel
 
 from ..auth import csrf_token
 from ..context import context
-from ..moments import owner_zone, parsed, shown
+from ..moments import parsed
 from ..numbers import whole_number
-from ..render import ServerEvent, done, event_stream, page, templates
+from ..render import ServerEvent, done, event_stream, moment, page, templates
 
 TITLE = "Chat"
 PATH = "/chat"
@@ -78,10 +78,11 @@ def rendered(text: str) -> Markup:
     return Markup(_markdown.render(text))  # escaped by markdown-it: see the module's docstring
 
 
-def _shown_entry(entry: Entry, zone: dt.tzinfo) -> dict[str, Any]:
-    """An entry as the template shows it: the agent's and a question's text rendered, the time in the owner's zone."""
-    moment = parsed(entry.get("at"))
-    extra: dict[str, Any] = {"when": shown(moment, zone) if moment is not None else ""}
+def _shown_entry(entry: Entry, now: dt.datetime) -> dict[str, Any]:
+    """An entry as the template shows it: the agent's and a question's text rendered, the time as every page shows
+    one (`render.moment`, against the agent's clock `now`)."""
+    at = parsed(entry.get("at"))
+    extra: dict[str, Any] = {"when": moment(at.timestamp(), now) if at is not None else ""}
     if entry["kind"] in ("agent", "question"):
         extra["html"] = rendered(str(entry.get("text", "")))
     return {**entry, **extra}
@@ -90,12 +91,12 @@ def _shown_entry(entry: Entry, zone: dt.tzinfo) -> dict[str, Any]:
 async def show(request: Request) -> Response:
     found = context(request)
     snapshot = found.web.snapshot()
-    zone = owner_zone(found.settings)
+    now = found.agent.now()
     return page(
         request,
         "chat.html",
         TITLE,
-        entries=[_shown_entry(entry, zone) for entry in snapshot.entries],
+        entries=[_shown_entry(entry, now) for entry in snapshot.entries],
         snapshot=snapshot,
         message_id=uuid.uuid4(),
         commands=[(command, what, uuid.uuid4()) for command, what in COMMANDS],
@@ -126,20 +127,20 @@ async def stream(request: Request) -> Response:
     reconnects), as server-sent events; a new or changed entry comes as its HTML, from the page's own template."""
     found = context(request)
     cursor = request.headers.get("last-event-id") or request.query_params.get("after")
-    entries = _Entries(owner_zone(found.settings), csrf_token(request.state.session))
+    entries = _Entries(found.agent.now, csrf_token(request.state.session))
     return event_stream(_events(found.web, cursor, entries), RETRY_MS)
 
 
 class _Entries:
     """Entries as the page's template renders them, for one page's stream."""
 
-    def __init__(self, zone: dt.tzinfo, csrf: str) -> None:
-        self.zone = zone
+    def __init__(self, clock: Callable[[], dt.datetime], csrf: str) -> None:
+        self.clock = clock
         self.csrf = csrf
         self.template = templates.env.get_template("chat_entry.html")
 
     def html(self, entry: Entry) -> str:
-        return self.template.render(e=_shown_entry(entry, self.zone), csrf=self.csrf)
+        return self.template.render(e=_shown_entry(entry, self.clock()), csrf=self.csrf)
 
 
 async def _events(web: WebChannel, cursor: str | None, entries: _Entries) -> AsyncIterator[ServerEvent]:
