@@ -297,6 +297,7 @@ class ServerHandle:
             group.start_soon(until_dead)
             try:
                 await self._listen(client)
+                await self._probe_forever(client)  # the server ended its listen stream; the connection stands
             except (ListenNotSupportedError, MCPError) as exc:
                 if isinstance(exc, ListenNotSupportedError):
                     await self._subscribe_legacy(client)
