@@ -109,15 +109,8 @@ def _read_folder(folder: Path) -> Hook | Broken:
 
 
 def read_hook(file: Path) -> Hook:
-    """One HOOK.md; HookError naming what is wrong."""
-    try:
-        text = file.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise HookError(f"cannot read it: {exc.strerror or exc}") from exc
-    found = front_matter(text)
-    if found is None:
-        raise HookError("no YAML frontmatter: start the file with ---, an events: list and a command: line, then ---")
-    data, body = found
+    """One HOOK.md; HookError (SkillError from the shared frontmatter reader) naming what is wrong."""
+    data, body = front_matter(file, "an events: list and a command: line")
     name = data.get("name", file.parent.name)
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise HookError(f"name {name!r} should be 1-64 lowercase letters, digits, '-' or '_'")

@@ -370,30 +370,29 @@ def _not_a_choice(text: str, *, quoted: bool = False) -> str:
 
 
 def _range(schema: Mapping[str, Any]) -> str:
-    low, high = schema.get("minimum"), schema.get("maximum")
-    if low is not None and high is not None:
-        return f" from {low} to {high}"
-    if low is not None:
-        return f" of at least {low}"
-    return f" of at most {high}" if high is not None else ""
+    bounds = schema.get("minimum"), schema.get("maximum")
+    return _between(*bounds, " from {low} to {high}", " of at least {low}", " of at most {high}")
 
 
 def _length(schema: Mapping[str, Any]) -> str:
-    short, long = schema.get("minLength"), schema.get("maxLength")
-    if short is not None and long is not None:
-        return f" of {short} to {long} characters"
-    if short is not None:
-        return f" of at least {short} characters"
-    return f" of at most {long} characters" if long is not None else ""
+    bounds = schema.get("minLength"), schema.get("maxLength")
+    return _between(
+        *bounds, " of {low} to {high} characters", " of at least {low} characters", " of at most {high} characters"
+    )
 
 
 def _count(schema: Mapping[str, Any]) -> str:
-    least, most = schema.get("minItems"), schema.get("maxItems")
-    if least is not None and most is not None:
-        return f" ({least} to {most} of them)"
-    if least is not None:
-        return f" (at least {least})"
-    return f" (at most {most})" if most is not None else ""
+    bounds = schema.get("minItems"), schema.get("maxItems")
+    return _between(*bounds, " ({low} to {high} of them)", " (at least {low})", " (at most {high})")
+
+
+def _between(low: object, high: object, both: str, at_least: str, at_most: str) -> str:
+    """A schema's bounds in words: whichever of the three phrasings the bounds it has call for, "" for none."""
+    if low is not None and high is not None:
+        return both.format(low=low, high=high)
+    if low is not None:
+        return at_least.format(low=low)
+    return at_most.format(high=high) if high is not None else ""
 
 
 _FORMATS = {

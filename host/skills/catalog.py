@@ -158,14 +158,7 @@ def needs_tools(dirs: Sequence[Path]) -> bool:
 
 def read_skill(file: Path) -> Skill:
     """Parse one SKILL.md; raise SkillError naming what is wrong."""
-    try:
-        text = file.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise SkillError(f"cannot read it: {exc.strerror or exc}") from exc
-    found = front_matter(text)
-    if found is None:
-        raise SkillError("no YAML frontmatter: start the file with ---, name: and description: lines, then ---")
-    data, body = found
+    data, body = front_matter(file, "name: and description: lines")
     name, description = data.get("name"), data.get("description")
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise SkillError(f"name {name!r} should be 1-64 lowercase letters, digits, '-' or '_'")
@@ -186,13 +179,17 @@ def read_skill(file: Path) -> Skill:
     )
 
 
-def front_matter(text: str) -> tuple[dict[str, Any], str] | None:
-    """A Markdown file's YAML frontmatter (a mapping; anything else reads as empty) and the body after it, stripped;
-    None when the file starts with none. The one reader of SKILL.md and HOOK.md alike; raises SkillError on bad YAML.
-    """
+def front_matter(file: Path, expected: str) -> tuple[dict[str, Any], str]:
+    """A Markdown file's YAML frontmatter (a mapping; anything else reads as empty) and the body after it, stripped.
+    The one reader of SKILL.md and HOOK.md alike: SkillError when the file cannot be read, starts with no
+    frontmatter (the message says to write `expected` there) or holds bad YAML."""
+    try:
+        text = file.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise SkillError(f"cannot read it: {exc.strerror or exc}") from exc
     match = _FRONTMATTER.match(text)
     if match is None:
-        return None
+        raise SkillError(f"no YAML frontmatter: start the file with ---, {expected}, then ---")
     try:
         loaded: object = yaml.safe_load(match.group(1))
     except yaml.YAMLError as exc:
