@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval" / "dev40.json.gz"
+import tantivy
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval"
+FILES = ("dev40.json.gz", "more.json.gz")  # 40 + 178 development questions
+TRAIN_SHARE = 0.6  # of each question type; the rest is the validation split
 PIECE = 120
 STEP = 40
 
@@ -22,9 +27,29 @@ class Question:
     evidence: tuple[frozenset[str], ...]  # per evidence turn, the pieces that only that turn holds
 
 
-def load(path: Path = DATA) -> list[dict]:
-    with gzip.open(path, "rt", encoding="utf-8") as file:
-        return json.load(file)
+def load(data: Path = DATA) -> list[dict]:
+    """Every development question (both files), in file order."""
+    items: list[dict] = []
+    for name in FILES:
+        if (data / name).exists():
+            with gzip.open(data / name, "rt", encoding="utf-8") as file:
+                items.extend(json.load(file))
+    return items
+
+
+def splits(items: list[dict]) -> dict[str, str]:
+    """question id -> "train" or "validation": within each question type, the first `TRAIN_SHARE` of the questions
+    in the order of a hash of their ids (fixed whatever the files' order, and independent of the questions'
+    content), so both splits hold every type in the same proportions."""
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for item in items:
+        by_kind[item["question_type"]].append(item["question_id"])
+    split: dict[str, str] = {}
+    for ids in by_kind.values():
+        ids.sort(key=lambda qid: hashlib.blake2b(qid.encode(), digest_size=8).digest())
+        cut = round(len(ids) * TRAIN_SHARE)
+        split.update({qid: "train" if place < cut else "validation" for place, qid in enumerate(ids)})
+    return split
 
 
 def collapse(text: str) -> str:
@@ -84,3 +109,22 @@ def parse_date(stamp: str) -> dt.datetime:
     """`2023/05/20 (Sat) 02:21` -> datetime."""
     day, _, clock = stamp.split(" ")
     return dt.datetime.strptime(f"{day} {clock}", "%Y/%m/%d %H:%M")
+
+
+class LineBM25:
+    """The plain baseline: every turn line is a document; a result is a whole line."""
+
+    def __init__(self, lines: list[str]) -> None:
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("body", stored=True, tokenizer_name="en_stem")
+        self._index = tantivy.Index(builder.build())
+        writer = self._index.writer(heap_size=50_000_000, num_threads=1)
+        for line in lines:
+            writer.add_document(tantivy.Document(body=line))
+        writer.commit()
+        self._index.reload()
+
+    def search(self, query: str, k: int) -> list[str]:
+        parsed, _ = self._index.parse_query_lenient(query, ["body"])
+        searcher = self._index.searcher()
+        return [searcher.doc(address)["body"][0] for _, address in searcher.search(parsed, k).hits]

@@ -30,7 +30,7 @@ from hermitcrab.servers.memory.index import MemoryIndex
 from hermitcrab.servers.memory.ranking import RankSettings
 
 BENCHES = ("locomo", "longmemeval")
-LOCOMO_HALVES = {"A": ("26", "30", "41"), "B": ("42", "43")}
+LOCOMO_SPLITS = {"train": ("26", "30", "41"), "validation": ("42", "43")}
 CACHE = Path("/tmp/hermitcrab-memory-cache")
 
 
@@ -47,11 +47,11 @@ class Probe:
 
 @dataclass(frozen=True)
 class Case:
-    """One workspace of a benchmark with its questions, and the half it belongs to."""
+    """One workspace of a benchmark with its questions, and the split it belongs to."""
 
     bench: str
     name: str
-    half: str
+    split: str  # "train" or "validation"
     workspace: Path
     probes: tuple[Probe, ...]
 
@@ -65,19 +65,17 @@ def cases(bench: str, cache: Path, only: set[str] | None = None) -> Iterator[Cas
             data = locomo.load(name)
             workspace = cache / "locomo" / name / "workspace"
             questions = locomo.questions(data, locomo.build_workspace(data, workspace))
-            half = next(label for label, names in LOCOMO_HALVES.items() if name in names)
-            yield Case(bench, name, half, workspace, tuple(_locomo_probe(q) for q in questions))
+            split = next(label for label, names in LOCOMO_SPLITS.items() if name in names)
+            yield Case(bench, name, split, workspace, tuple(_locomo_probe(q) for q in questions))
         return
-    seen: dict[str, int] = {}
-    for item in longmemeval.load():
-        kind = item["question_type"]
-        seen[kind] = seen.get(kind, 0) + 1
+    items = longmemeval.load()
+    split = longmemeval.splits(items)
+    for item in items:
         if only and item["question_id"] not in only:
             continue
         workspace = cache / "longmemeval" / item["question_id"] / "workspace"
         question = longmemeval.build_workspace(item, workspace)
-        half = "A" if seen[kind] % 2 else "B"
-        yield Case(bench, question.id, half, workspace, (_longmemeval_probe(question),))
+        yield Case(bench, question.id, split[question.id], workspace, (_longmemeval_probe(question),))
 
 
 def _locomo_probe(question: locomo.Question) -> Probe:
@@ -178,7 +176,7 @@ def main() -> None:
         halves: dict[str, list[Row]] = {}
         for case in cases(bench, args.cache, only):
             index = open_index(case, args.embedder, settings, args.cache)
-            halves.setdefault(case.half, []).extend(run(index, case, args.show, args.limit))
+            halves.setdefault(case.split, []).extend(run(index, case, args.show, args.limit))
         for half, rows in sorted(halves.items()):
             print(summary(f"{bench} {half}", rows))
         print(summary(f"{bench} all", [row for rows in halves.values() for row in rows]))

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import anyio
-import tantivy
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -32,25 +31,6 @@ import _memory_longmemeval as longmemeval
 from _memory_bench import SYSTEMS, Tally, progress, search, serve, table
 
 RESULTS = 6
-
-
-class LineBM25:
-    """The plain baseline: every turn line is a document; a result is a whole line."""
-
-    def __init__(self, lines: list[str]) -> None:
-        builder = tantivy.SchemaBuilder()
-        builder.add_text_field("body", stored=True, tokenizer_name="en_stem")
-        self._index = tantivy.Index(builder.build())
-        writer = self._index.writer(heap_size=50_000_000, num_threads=1)
-        for line in lines:
-            writer.add_document(tantivy.Document(body=line))
-        writer.commit()
-        self._index.reload()
-
-    def search(self, query: str, k: int) -> list[str]:
-        parsed, _ = self._index.parse_query_lenient(query, ["body"])
-        searcher = self._index.searcher()
-        return [searcher.doc(address)["body"][0] for _, address in searcher.search(parsed, k).hits]
 
 
 async def run_server(
@@ -65,7 +45,7 @@ async def run_server(
 
 def run_lines(workspace: Path, question: longmemeval.Question, tally: Tally) -> list[str]:
     started = time.perf_counter()
-    index = LineBM25(longmemeval.haystack_lines(workspace))
+    index = longmemeval.LineBM25(longmemeval.haystack_lines(workspace))
     tally.index_seconds.append(time.perf_counter() - started)
     began = time.perf_counter()
     snippets = index.search(question.text, RESULTS)

@@ -48,7 +48,7 @@ def worker(limit: int) -> None:
         for question in questions:
             for _ in range(REPEATS):
                 began = time.perf_counter()
-                index.signals(question)
+                index.legs(question)
                 signals.append(time.perf_counter() - began)
                 began = time.perf_counter()
                 index.search(question, 6)

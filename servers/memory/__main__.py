@@ -77,11 +77,8 @@ def index_now(index: MemoryIndex) -> str:
 
 def _settings(mode: str) -> RankSettings:
     """One leg's plain ranking for comparisons: no model, and windows sized to show about as much as hybrid's."""
-    plain = replace(RankSettings(), models=None, window_chars=520)
-    if mode == "text":
-        return replace(plain, vector_weight=0.0)
-    if mode == "vector":
-        return replace(plain, text_weight=0.0)
+    if mode in ("text", "vector"):
+        return replace(RankSettings(), legs=mode, rescore=False, window_chars=520)
     return RankSettings()
 
 

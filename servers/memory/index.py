@@ -12,7 +12,7 @@ import hashlib
 import logging
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,12 +25,15 @@ from hermitcrab.util.store import JsonFile
 
 from . import files as memfiles
 from .chunking import Chunk, chunk_markdown
-from .dates import ranges_in
 from .embed import Embedder, warm_up
 from .lexical import LEXICAL_VERSION, LexicalIndex, analyze, doc_key
-from .ranking import RankSettings, Result, decay, fuse, select
-from .rerank import ChunkTable, Signals, features, model_for, speaker_of
-from .vectors import Progress, VectorStore, top
+from .ranking import RankSettings
+from .ranking.fusion import fuse
+from .ranking.legs import Legs, Sources, find
+from .ranking.rescoring import decay, features, model_for
+from .ranking.table import ChunkTable, speaker_of
+from .ranking.windows import Result, select
+from .vectors import Progress, VectorStore
 
 logger = logging.getLogger(__name__)
 META_VERSION = 1
@@ -65,6 +68,7 @@ class MemoryIndex:
         self.state = state
         self.embedder = embedder
         self.settings = settings or RankSettings()
+        self.model = model_for(embedder.name if embedder is not None else None)  # re-scoring; a benchmark may swap it
         state.mkdir(parents=True, exist_ok=True)
         self._lock = FileLock(str(state / "index.lock"), timeout=120)
         self.files: dict[str, FileRecord] = {}
@@ -79,13 +83,12 @@ class MemoryIndex:
         self._positions: dict[int, int] = {}  # BM25 document key -> position
         self._chunks: dict[str, list[Chunk]] = {}
         self._dates: dict[str, dt.date | None] = {}
-        self._file_numbers: dict[str, int] = {}  # as in table.files
         self._decays: tuple[dt.date, RankSettings, npt.NDArray[np.float64]] | None = None  # see _decay
         self.table = ChunkTable.build([], [], [], [])  # per-position facts for re-scoring
-        self._own_vector: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)  # by position: not a shared vector
         with self._lock:
             self.lexical = LexicalIndex(state / "tantivy")
             self.vectors = VectorStore(state / "vectors", embedder) if embedder else None
+        self._sources = Sources(self.lexical, self.vectors, {}, self.table, [], [], np.zeros(0, dtype=bool))
         for part in (self.lexical, self.vectors):
             if part is not None and part.rebuilt:
                 self.warnings.append(f"{part.directory.name} index was unreadable and has been rebuilt from the files")
@@ -164,8 +167,7 @@ class MemoryIndex:
         self.skipped.pop(rel, None)
         digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
         chunks = chunk_markdown(text)
-        context = (self.settings.embed_context_chars, self.settings.embed_after_chars)
-        texts = _embed_texts(chunks, *context)
+        texts = _embed_texts(chunks, self.settings.embed_context_chars)
         keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in texts]
         terms = [tuple(dict.fromkeys(analyze(chunk.text))) for chunk in chunks]  # a tuple: a fifth of a set's size
         return FileRecord(stat, digest, chunks, memfiles.file_date(rel), texts, keys, terms)
@@ -206,7 +208,7 @@ class MemoryIndex:
         self._chunks = {rel: record.chunks for rel, record in self.files.items()}
         self._dates = {rel: record.date for rel, record in self.files.items()}
         self._decays = None
-        self._file_numbers = numbers = {rel: number for number, rel in enumerate(sorted(self.files))}
+        numbers = {rel: number for number, rel in enumerate(sorted(self.files))}
         self.table = ChunkTable.build(
             terms=[self.files[rel].terms[i] for rel, i in self._order],
             speakers=[speaker_of(self.files[rel].chunks[i].text) for rel, i in self._order],
@@ -217,9 +219,12 @@ class MemoryIndex:
         if self.vectors is not None:
             self.vectors.use(keys)
         # A vector shared by the pieces of a long line ranks once in the vector leg, as the line's first piece.
-        self._own_vector = np.fromiter(
+        own_vector = np.fromiter(
             (not _continues_line(self.files[rel].chunks, i) for rel, i in self._order), dtype=bool, count=len(keys)
         )
+        paths = sorted(self.files)
+        dates = [self.files[rel].date for rel in paths]
+        self._sources = Sources(self.lexical, self.vectors, self._positions, self.table, paths, dates, own_vector)
 
     def _read_meta(self) -> dict[str, Any]:
         try:
@@ -261,8 +266,8 @@ class MemoryIndex:
 
         `visible` keeps only the files it accepts (for a caller who may not see them all). They are dropped after
         scoring and before the windows are chosen, so `limit` and the character budget count only what is shown."""
-        signals = self.signals(query)
-        candidates, scores = self.candidates(signals)
+        legs = self.legs(query)
+        candidates, scores = self.candidates(legs)
         decayed = scores * self._decay(today or dt.date.today())[np.asarray(candidates, dtype=np.intp)]
         best_first: list[int] = np.argsort(-decayed, kind="stable").tolist()
         ranked = [(*self._order[candidates[j]], float(decayed[j])) for j in best_first]
@@ -270,7 +275,7 @@ class MemoryIndex:
             ranked = [entry for entry in ranked if visible(entry[0])]
         results: list[Result] = select(ranked, self._chunks, self._dates, limit, self.settings)
         return [
-            result.as_dict(self._chunks[result.path], self.settings.neighbour_chars, signals.term_weights)
+            result.as_dict(self._chunks[result.path], self.settings.neighbour_chars, legs.term_weights)
             for result in results
             if result.score >= min_score
         ]
@@ -283,53 +288,18 @@ class MemoryIndex:
             self._decays = (today, self.settings, weights)
         return self._decays[2]
 
-    def candidates(self, signals: Signals) -> tuple[list[int], npt.NDArray[np.float64]]:
-        """Positions worth a look for a query (its `signals`) and their scores before decay: probabilities from the
-        re-scoring model, or plain fusion scores when `settings.models` is None."""
-        positions = list(signals.fused)
-        if self.settings.models is None:
-            return positions, np.array([signals.fused[p] for p in positions], dtype=np.float64)
-        model = model_for(self.settings.models, self.embedder.name if self.embedder is not None else None)
-        return positions, model.probability(features(positions, signals, self.table))
+    def legs(self, query: str) -> Legs:
+        """What each retriever found for `query` (see `ranking.legs`)."""
+        return find(query, self._sources, self.settings.candidates)
 
-    def signals(self, query: str) -> Signals:
-        """Ranked lists of words, meaning, and both again within the days the query names; their fusion."""
-        settings = self.settings
-        n = settings.candidates
-        weights = self.lexical.term_weights(query)
-        ranges = ranges_in(query)
-        dated = (
-            [rel for rel, date in self._dates.items() if date and any(r.contains(date) for r in ranges)]
-            if ranges
-            else []
-        )
-        text = self._text_leg(weights, n, None)
-        dated_text = self._text_leg(weights, n, dated) if dated else []
-        named = self.table.names.named_in(query)
-        similarity = self.vectors.scores(query) if self.vectors is not None else None
-        vector = top(similarity, n, self._own_vector) if similarity is not None else []
-        legs = [(text, settings.text_weight)]
-        if similarity is not None:
-            legs.append((vector, settings.vector_weight))
-        if dated:
-            legs.append((dated_text, settings.date_weight * settings.text_weight))
-            if similarity is not None:
-                among = np.isin(self.table.files, [self._file_numbers[rel] for rel in dated]) & self._own_vector
-                legs.append((top(similarity, n, among), settings.date_weight * settings.vector_weight))
-        return Signals(
-            text=_ranks(text),
-            vector=_ranks(vector),
-            dated_text=_ranks(dated_text),
-            fused=fuse(legs, settings.rrf_k),
-            similarity=similarity,
-            term_weights=weights,
-            named=named,
-            rrf_k=settings.rrf_k,
-        )
-
-    def _text_leg(self, weights: Mapping[str, float], limit: int, paths: list[str] | None) -> list[int]:
-        hits = self.lexical.search(weights, limit, self.settings.near_weight, paths)
-        return [self._positions[key] for key, _ in hits if key in self._positions]
+    def candidates(self, legs: Legs) -> tuple[list[int], npt.NDArray[np.float64]]:
+        """Positions worth a look for a query (what its `legs` found) and their scores before decay: probabilities
+        from the re-scoring model, or plain fusion scores when `settings.rescore` is False."""
+        fused = fuse(legs.lists(self.settings.legs), self.settings.place_k)
+        positions = list(fused)
+        if not self.settings.rescore:
+            return positions, np.array(list(fused.values()), dtype=np.float64)
+        return positions, self.model.probability(features(positions, legs, self.table, self.settings))
 
     def chunk(self, position: int) -> Chunk:
         rel, i = self._order[position]
@@ -356,17 +326,13 @@ def _chunk_id(rel: str, i: int) -> str:
     return f"{rel}\x1f{i}"
 
 
-def _ranks(positions: list[int]) -> dict[int, int]:
-    return {position: rank for rank, position in enumerate(positions)}
-
-
-def _embed_texts(chunks: list[Chunk], before: int, after: int = 0) -> list[str]:
+def _embed_texts(chunks: list[Chunk], before: int) -> list[str]:
     """What is embedded for each chunk. A long line cut into pieces is embedded once, as its first piece, and
     each later piece shares that vector: on LongMemEval's long chat turns this embeds 2.4 times less text for
     the same hybrid hit@6, since BM25 tells the pieces apart."""
     texts: list[str] = []
     for i in range(len(chunks)):
-        texts.append(texts[-1] if _continues_line(chunks, i) else _embed_text(chunks, i, before, after))
+        texts.append(texts[-1] if _continues_line(chunks, i) else _embed_text(chunks, i, before))
     return texts
 
 
@@ -375,14 +341,12 @@ def _continues_line(chunks: list[Chunk], i: int) -> bool:
     return i > 0 and chunks[i].start_line == chunks[i - 1].end_line
 
 
-def _embed_text(chunks: list[Chunk], i: int, before: int, after: int = 0) -> str:
-    """A chunk as embedded, with the start of the units around it (what it answers, what answers it) when it is
-    short: a reply such as "Yes, last Friday!" needs its question, a long passage says what it is about itself
-    (and context embedded with it would cost as much again)."""
+def _embed_text(chunks: list[Chunk], i: int, before: int) -> str:
+    """A chunk as embedded, after the start of the unit before it (what it answers) when it is short: a reply
+    such as "Yes, last Friday!" needs its question, a long passage says what it is about itself (and context
+    embedded with it would cost as much again)."""
     chunk = chunks[i]
     parts = [chunk.embed_text]
     if before > 0 and len(chunk.text) < CONTEXT_UNTIL_CHARS and i > 0 and chunks[i - 1].headings == chunk.headings:
         parts.insert(0, chunks[i - 1].text[:before])
-    if after > 0 and i + 1 < len(chunks) and chunks[i + 1].headings == chunk.headings:
-        parts.append(chunks[i + 1].text[:after])
     return "\n".join(parts)

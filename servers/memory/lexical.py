@@ -117,10 +117,10 @@ class LexicalIndex:
         return {term: _idf(searcher.doc_freq("body", term), searcher.num_docs) for term in terms}
 
     def search(
-        self, weights: Mapping[str, float], limit: int, near_weight: float = 0.25, paths: Sequence[str] | None = None
+        self, weights: Mapping[str, float], limit: int, paths: Sequence[str] | None = None
     ) -> list[tuple[int, float]]:
-        """The `doc_key`s of chunks by BM25 over the chunk text plus a lighter BM25 over its neighbours (any term
-        may match), only from `paths` when given.
+        """The `doc_key`s of chunks by BM25 over the chunk text plus a BM25 of equal weight over its neighbours
+        (any term may match), only from `paths` when given.
 
         `weights` are the query's `term_weights`. Each query term is boosted by its IDF, so a term weighs IDF
         squared in all (the query side of tf-idf):
@@ -133,10 +133,9 @@ class LexicalIndex:
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
         for term, boost in weights.items():
             body = tantivy.Query.term_query(self._schema, "body", term)
+            near = tantivy.Query.term_query(self._schema, "near", term)
             clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(body, boost)))
-            if near_weight > 0:
-                near = tantivy.Query.term_query(self._schema, "near", term)
-                clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(near, near_weight * boost)))
+            clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(near, boost)))
         query_obj = tantivy.Query.boolean_query(clauses)
         if paths is not None:
             within = tantivy.Query.term_set_query(self._schema, "path", list(paths))

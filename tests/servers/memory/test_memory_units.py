@@ -18,17 +18,12 @@ from hermitcrab.servers.memory.dates import ranges_in
 from hermitcrab.servers.memory.files import FileStat, MemoryRoots, Written, append_entry, discover, file_date
 from hermitcrab.servers.memory.index import MemoryIndex
 from hermitcrab.servers.memory.lexical import LexicalIndex, analyze, doc_key
-from hermitcrab.servers.memory.ranking import RankSettings, decay, fuse, select
-from hermitcrab.servers.memory.rerank import (
-    FEATURES,
-    MODELS,
-    ChunkTable,
-    Signals,
-    Speakers,
-    features,
-    model_for,
-    speaker_of,
-)
+from hermitcrab.servers.memory.ranking import RankSettings
+from hermitcrab.servers.memory.ranking.fusion import fuse
+from hermitcrab.servers.memory.ranking.legs import Legs
+from hermitcrab.servers.memory.ranking.rescoring import FEATURES, decay, features, model_for
+from hermitcrab.servers.memory.ranking.table import ChunkTable, Speakers, speaker_of
+from hermitcrab.servers.memory.ranking.windows import select
 
 
 def test_chunks_are_bullets_and_paragraphs_with_their_headings_and_lines():
@@ -81,7 +76,7 @@ def test_a_rare_query_word_outweighs_a_common_one_on_short_lines(tmp_path: Path)
     ]
     index = LexicalIndex(tmp_path / "tantivy")
     index.replace([], [(f"m.md\x1f{i}", "m.md", analyze(line), []) for i, line in enumerate(lines)])
-    hits = index.search(index.term_weights("What workshop did Ann attend recently?"), 5, near_weight=0)
+    hits = index.search(index.term_weights("What workshop did Ann attend recently?"), 5)
     assert hits[0][0] == doc_key("m.md\x1f3")
 
 
@@ -125,9 +120,10 @@ def test_only_dated_logs_lose_score_with_age(tmp_path: Path):
 
 
 def test_fusion_rewards_agreement_and_tops_out_at_one():
-    scores = fuse([(["a", "b"], 1.0), (["a", "c"], 1.0)], k=60)
-    assert scores["a"] == 1.0
+    scores = fuse([{"a": 0, "b": 1}, {"a": 0, "c": 1}, {}], k=60)
+    assert scores["a"] == 1.0  # an empty list (a leg with nothing to say) does not count against it
     assert scores["b"] == scores["c"] < scores["a"]
+    assert list(scores)[0] == "a"
 
 
 def _lines(count: int) -> dict[str, list[Chunk]]:
@@ -272,33 +268,30 @@ def test_features_measure_each_candidate_against_the_query():
         files=[0, 0, 0, 1],
     )
     assert table.names.named_in("Did Alice or Bob or Carol call?") == {"alice", "bob"}
-    signals = Signals(
+    legs = Legs(
         text={1: 0, 0: 1},
         vector={2: 0},
         dated_text={},
-        fused={1: 0.8, 0: 0.4, 2: 0.3},
+        dated_vector={},
         similarity=np.array([0.2, 0.5, 0.7, 0.1], dtype=np.float32),
         term_weights={"green": 3.0, "tea": 1.0},
         named=frozenset({"alice"}),
-        rrf_k=10.0,
     )
-    rows = features([1, 2], signals, table)
+    rows = features([1, 2], legs, table, RankSettings())
     alice, bob = (dict(zip(FEATURES, row, strict=True)) for row in rows)
-    assert alice["text"] == 1.0 and alice["vector"] == 0.0 and bob["vector"] == 1.0
+    assert alice["text"] == 1.0 and bob["text"] == 0.0 and alice["dated_text"] == 0.0
     assert alice["similarity"] == pytest.approx(-0.2) and bob["similarity"] == 0.0
     assert alice["neighbour_similarity"] == 0.0  # its neighbour (bob, position 2) is the best match
     assert alice["coverage"] == 1.0 and bob["coverage"] == 0.0
     assert bob["near_coverage"] == 1.0  # green and tea are on the line before (position 3 is another file)
     assert alice["near_coverage"] == 0.0  # what its neighbours hold, it holds itself
-    assert alice["window_similarity"] == pytest.approx((-0.2 - 0.5 + 0.0) / 3)
     assert alice["speaker"] == 1.0 and bob["speaker"] == 0.0
     assert alice["length"] == pytest.approx(math.log(31))
-    assert all(len(model.weights) == len(FEATURES) for model in MODELS.values())
-    assert model_for(MODELS, "openai") is MODELS["none"] and model_for(MODELS, None) is MODELS["none"]
-    chances = model_for(MODELS, "use").probability(rows)
+    assert model_for("openai") is model_for(None) is model_for("none")
+    chances = model_for("use").probability(rows)
     assert chances.shape == (2,) and all(0 < chance < 1 for chance in chances)
     without_vectors = dict(
-        zip(FEATURES, features([1], dataclasses.replace(signals, similarity=None), table)[0], strict=True)
+        zip(FEATURES, features([1], dataclasses.replace(legs, similarity=None), table, RankSettings())[0], strict=True)
     )
-    assert without_vectors["similarity"] == without_vectors["window_similarity"] == 0.0
+    assert without_vectors["similarity"] == without_vectors["neighbour_similarity"] == 0.0
     assert without_vectors["coverage"] == 1.0

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from hermitcrab.servers.memory import ranking
 from hermitcrab.servers.memory.chunking import Chunk
-from hermitcrab.servers.memory.ranking import RankSettings, select
+from hermitcrab.servers.memory.ranking import RankSettings, windows
+from hermitcrab.servers.memory.ranking.windows import select
 
 
 def _random_files(rng: random.Random) -> dict[str, list[Chunk]]:
@@ -36,7 +36,7 @@ def _random_ranking(rng: random.Random, files: dict[str, list[Chunk]]) -> list[t
     return sorted(ranked, key=lambda item: -item[2])
 
 
-def _spans(results: list[ranking.Result]) -> list[tuple[str, int, int, float, int]]:
+def _spans(results: list[windows.Result]) -> list[tuple[str, int, int, float, int]]:
     return [(r.path, r.first, r.last, r.score, r.room) for r in results]
 
 
@@ -49,7 +49,7 @@ def test_the_windows_looked_at_again_lazily_are_those_a_full_look_picks(seed: in
     settings = RankSettings(anchors=rng.choice((5, 20, 40)), char_cost=rng.choice((0.0, 1.5e-5, 1e-3)))
     limit = rng.choice((1, 3, 6, 10))
     lazy = select(ranked, files, dates, limit, settings)
-    monkeypatch.setattr(ranking, "_most", lambda *_: math.inf)  # no bound: every stale window is chosen again
+    monkeypatch.setattr(windows, "_most", lambda *_: math.inf)  # no bound: every stale window is chosen again
     full = select(ranked, files, dates, limit, settings)
     assert _spans(lazy) == _spans(full)
     taken = [(r.path, i) for r in lazy for i in range(r.first, r.last + 1)]

@@ -1,4 +1,4 @@
-"""From ranked candidate lists to the few results a model reads: fusion, time decay, context windows.
+"""The last stage: from scored chunks to the few results a model reads, windows of neighbouring chunks.
 
 A result is a window of neighbouring chunks (the reply after a question, the question before an answer)
 under its date and headings. Windows are chosen to hold as many likely findings as they can: each grows
@@ -10,42 +10,15 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import TypeVar
 
-from .chunking import Chunk
-from .lexical import analyze
-from .rerank import MODELS, LinearModel
+from ..chunking import Chunk
+from ..lexical import analyze
+from .settings import RankSettings
 
 SNIPPET_CHARS = 700
-Key = TypeVar("Key", bound=Hashable)
-
-
-@dataclass(frozen=True)
-class RankSettings:
-    """Knobs chosen with `bench/_memory_misses.py` and `bench/_memory_train.py` (LoCoMo and LongMemEval, each split
-    in halves)."""
-
-    rrf_k: float = 10.0  # a small k trusts the first places of each leg more
-    vector_weight: float = 0.5
-    text_weight: float = 1.0
-    date_weight: float = 1.0  # legs restricted to the daily logs of the days a query names
-    candidates: int = 150  # from each leg
-    models: Mapping[str, LinearModel] | None = field(default_factory=lambda: MODELS)  # None: the fusion's scores
-    anchors: int = 40  # windows are centred on one of this many best chunks
-    window_chars: int = 660  # a window's size at most (its snippet adds a date line, within SNIPPET_CHARS)
-    result_chars: int = 500  # the first n results together show at most n times this many characters
-    char_cost: float = 1.5e-5  # chance a shown character must earn: a window stops where neighbours stop mattering
-    neighbour_chars: int = 100  # neighbours are shown clipped to this
-    full_share: float = 1.0  # neighbours at least this likely, relative to the anchor, are shown in full
-    near_weight: float = 1.0  # BM25 weight of a chunk's neighbours' words
-    near_span: int = 2  # how many neighbours on each side count as its context
-    embed_context_chars: int = 200  # embed each chunk after the start of the one before it
-    embed_after_chars: int = 0
-    half_life_days: float | None = 60.0  # gentle: an old log loses at most about one place to a new one
-    decay_floor: float = 0.9
 
 
 @dataclass
@@ -128,26 +101,6 @@ def _word_terms(word: str) -> frozenset[str]:
     return frozenset(analyze(word))
 
 
-def fuse(lists: Sequence[tuple[Sequence[Key], float]], k: float) -> dict[Key, float]:
-    """Weighted reciprocal-rank fusion, scaled so a first place in every list scores 1."""
-    total = sum(weight for _, weight in lists) / (k + 1)
-    scores: dict[Key, float] = {}
-    for ids, weight in lists:
-        if weight <= 0:
-            continue
-        for rank, chunk_id in enumerate(ids):
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (k + 1 + rank)
-    return {chunk_id: score / total for chunk_id, score in scores.items()} if total else scores
-
-
-def decay(date: dt.date | None, today: dt.date, settings: RankSettings) -> float:
-    """Gentle recency weight for dated daily logs: 1 today, falling towards `decay_floor`; undated files: 1."""
-    if date is None or settings.half_life_days is None:
-        return 1.0
-    age = max((today - date).days, 0)
-    return settings.decay_floor + (1 - settings.decay_floor) * 0.5 ** (age / settings.half_life_days)
-
-
 def select(
     ranked: Sequence[tuple[str, int, float]],
     files: Mapping[str, Sequence[Chunk]],
@@ -167,11 +120,11 @@ def select(
     Chosen one at a time, `limit` = n returns the first n results of any larger `limit`. After each choice only
     the windows that could still win are chosen again (see `_most`).
 
-    Without a model (`settings.models` None: plain fusion scores, for comparisons) scores are not
+    Without a model (`settings.rescore` False: plain fusion scores, for comparisons) scores are not
     probabilities and say nothing about neighbours, so windows are chosen by their anchor's score alone and
     filled up to `window_chars`.
     """
-    calibrated = settings.models is not None
+    calibrated = settings.rescore
     chance = {(path, i): score for path, i, score in ranked}
     anchors = [(path, i) for path, i, _ in ranked[: settings.anchors]]
     order = {anchor: place for place, anchor in enumerate(anchors)}
@@ -258,7 +211,7 @@ def _sides(
     chunks: Sequence[Chunk], path: str, hit: int, chance: Mapping[tuple[str, int], float], settings: RankSettings
 ) -> tuple[_Side, _Side]:
     """What lies before and after `hit` for a window to take; the same however the window is limited later."""
-    price = settings.char_cost if settings.models is not None else 0.0  # without a model, fill the window
+    price = settings.char_cost if settings.rescore else 0.0  # without a model, fill the window
     own = chance.get((path, hit), 0.0)
 
     def side(step: int) -> _Side:
