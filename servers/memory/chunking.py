@@ -2,6 +2,10 @@
 
 Memory is written as bullets and short paragraphs, so one unit is one thing remembered; its neighbours and
 the headings above it travel with it as context (shown in the snippet, and indexed with a lower weight).
+
+The empty fields of a persona template (`- Name:`, `* **Pronouns:**`, `1. 名前` with a full-width colon) are not
+units: they hold nothing remembered, yet their labels are the very words questions ask with ("cat name" found a
+blank `- Name:` above "The user's cat is called Miso"). They are recognised by shape, not by language.
 """
 
 from __future__ import annotations
@@ -14,6 +18,10 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+|(?<=[\u3002\uff01\uff1f])")
+# A field: an optional bullet or number, a short label without a colon, a colon (ASCII or full-width), a value.
+_FIELD = re.compile(r"^\s*(?:[-*+]\s+|\d{1,3}[.)]\s*)?(?P<label>[^:\uff1a]{1,48}?)\s*[:\uff1a](?P<value>.*)$")
+# What a template puts where a value goes: the shipped ones write `(not chosen yet)`.
+_PLACEHOLDER = re.compile(r"[(\uff08][^()\uff08\uff09]*[)\uff09]")
 
 
 @dataclass(frozen=True)
@@ -40,9 +48,11 @@ def _is_time_like(heading: str) -> bool:
 
 
 def chunk_markdown(text: str) -> list[Chunk]:
-    """Units of `text` in file order; headings are context, not units (unless a file has nothing else)."""
+    """Units of `text` in file order; headings are context, not units (unless a file has nothing else but
+    headings: a template of empty fields under its heading has no units at all)."""
     lines = text.splitlines()
     chunks: list[Chunk] = []
+    template = False
     headings: list[tuple[int, str]] = []
     block: list[tuple[int, str]] = []
     in_fence = False
@@ -72,16 +82,46 @@ def chunk_markdown(text: str) -> list[Chunk]:
             continue
         if not line.strip():
             flush()
+        elif _is_unfilled_field(lines, number - 1):
+            flush()
+            template = True
         elif _BULLET.match(line) or (block and _BULLET.match(block[0][1]) and not line.startswith((" ", "\t"))):
             flush()
             block.append((number, line))
         else:
             block.append((number, line))
     flush()
-    if not chunks and headings:
+    if not chunks and headings and not template:
         text = "\n".join(h for _, h in headings)
         chunks.append(Chunk(1, len(lines), text, (), len(text)))
     return chunks
+
+
+def _is_unfilled_field(lines: list[str], index: int) -> bool:
+    """Is `lines[index]` a template's field with nothing (or only a placeholder) after its colon? Not when it
+    labels what follows it: deeper-indented lines, or (with nothing after its colon) a paragraph or list that
+    is not more fields (`Things to buy:` above `- milk`)."""
+    value = _field_value(lines[index])
+    if value is None or (value and _PLACEHOLDER.fullmatch(value) is None):
+        return False
+    following = next((lines[j] for j in range(index + 1, len(lines)) if lines[j].strip()), None)
+    if following is None or _HEADING.match(following):
+        return True
+    if _indent(following) > _indent(lines[index]):
+        return False
+    return bool(value) or _field_value(following) is not None
+
+
+def _field_value(line: str) -> str | None:
+    """The value of a `Label: value` line without its emphasis (`**Label:** value`); None if not a field."""
+    field = _FIELD.match(line)
+    if field is None or not any(c.isalnum() for c in field["label"]):
+        return None
+    return field["value"].strip().strip("*_").strip()
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 def _split_unit(block: list[tuple[int, str]], headings: tuple[str, ...]) -> list[Chunk]:

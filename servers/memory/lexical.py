@@ -22,7 +22,7 @@ import tantivy
 from . import heap
 
 logger = logging.getLogger(__name__)
-LEXICAL_VERSION = 2  # bump when analyze() or the schema changes: every document is then re-indexed
+LEXICAL_VERSION = 3  # bump when analyze(), the schema or what chunk_markdown() indexes changes: all is re-indexed
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
