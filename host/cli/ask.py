@@ -85,7 +85,7 @@ def ask(
 
 
 async def _ask(settings: Settings, channel: CliChannel, event: Event) -> str | None:
-    async with open_agent(settings) as agent:
+    async with open_agent(settings, lazy=True) as agent:
         gateway = Gateway(agent, {"cli": channel}, ask_timeout_s=settings.agent.ask_timeout_s)
         return await gateway.process(event, deliver=False)
 

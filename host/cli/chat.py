@@ -54,7 +54,7 @@ def chat(
 async def _chat(settings: Settings) -> None:
     starting = console.status("Starting MCP servers…")
     starting.start()
-    async with open_agent(settings) as agent:
+    async with open_agent(settings, lazy=True) as agent:
         starting.stop()
         ctrl_c = _CtrlC()
         terminal = TerminalChannel(console, _lines(settings, agent, ctrl_c))
@@ -172,11 +172,14 @@ class _Turns:
 def _banner(agent: Agent) -> None:
     pool = agent.pool
     handles = list(pool.handles.values()) if pool else []
-    down = [h.config.name for h in handles if not h.ready]
+    starting = [h.config.name for h in handles if not h.attempted.is_set()]  # a lazy start goes on behind the banner
+    down = [h.config.name for h in handles if h.attempted.is_set() and not h.ready]
     tools = len(pool.tool_specs()) if pool else 0
     console.print(
         f"[bold]hermitcrab[/bold] · {agent.provider.label} · {tools} tools from {len(handles) - len(down)} servers"
     )
+    if starting:
+        console.print(f"[dim]still starting: {', '.join(starting)}[/dim]")
     if down:
         console.print(f"[yellow]not running:[/yellow] {', '.join(down)} (see `hermitcrab doctor`)")
     console.print("[dim]/help for commands, Ctrl-C stops a turn, /exit or Ctrl-D to leave[/dim]")

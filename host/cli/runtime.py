@@ -16,6 +16,7 @@ from hermitcrab.util.redact import RedactingFilter
 
 from ..config import Settings
 from ..mcp.pool import McpPool, ServerEvent
+from ..mcp.tool_cache import ToolCache
 from ..providers import FailoverProvider, create
 from ..session.transcript import SessionStore
 from ..turn.agent import Agent
@@ -55,16 +56,28 @@ def make_home_private(settings: Settings) -> None:
         make_private(path, level=logging.INFO)
 
 
+TOOL_CACHE = "mcp_tools.json"
+"""Under state/: each server's tool list as last seen, for a lazy start (`mcp/tool_cache.py`)."""
+
+
 @asynccontextmanager
-async def open_agent(settings: Settings, sessions: Path | None = None) -> AsyncGenerator[Agent]:
+async def open_agent(settings: Settings, sessions: Path | None = None, *, lazy: bool = False) -> AsyncGenerator[Agent]:
     """Start the MCP servers and an HTTP client; close both when the block ends. Transcripts live in `sessions`
-    (default `state/sessions`)."""
+    (default `state/sessions`). `lazy` (a command that should answer soon: `ask`, `chat`) goes on before the servers
+    whose tools the last run saw have started, offering those tools meanwhile."""
     profiles = settings.require_provider()
     send, receive = anyio.create_memory_object_stream[ServerEvent](max_buffer_size=1000)
+    cache = ToolCache(settings.state / TOOL_CACHE) if lazy else None
     with settings.log_file("servers.log").open("a", encoding="utf-8") as errlog, send, receive:
         async with (
             httpx.AsyncClient() as client,
-            McpPool(settings.servers, on_event=send.send, errlog=errlog, oauth_logins=settings.oauth_logins) as pool,
+            McpPool(
+                settings.servers,
+                on_event=send.send,
+                errlog=errlog,
+                oauth_logins=settings.oauth_logins,
+                tool_cache=cache,
+            ) as pool,
         ):
             provider = FailoverProvider([create(profile, client) for profile in profiles])
             store = SessionStore(sessions or settings.state / "sessions")

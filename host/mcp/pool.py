@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 import sys
 import warnings
@@ -31,6 +32,7 @@ from .content import render
 from .elicitation import ElicitationHandler
 from .oauth import LoginRequired, login_required, next_login, stored_login
 from .stderr import prefixed_stderr
+from .tool_cache import ToolCache
 
 logger = logging.getLogger(__name__)
 
@@ -85,11 +87,15 @@ class ServerHandle:
         errlog: TextIO,
         min_backoff_s: float = 0.5,
         oauth_logins: Path | None = None,
+        tool_cache: ToolCache | None = None,
     ) -> None:
         self.config = config
         self._oauth_logins = oauth_logins
         self._login_required: LoginRequired | None = None
-        self.tools: list[types.Tool] = []
+        self._tool_cache = tool_cache
+        cached = tool_cache.tools(config) if tool_cache is not None else None
+        self._cached = None if cached is None else [tool for tool in cached if config.allows(tool.name)]
+        self._tools: list[types.Tool] = []
         self.prompts: list[types.Prompt] = []
         self.last_error: str | None = None
         self.restarts = 0
@@ -108,6 +114,23 @@ class ServerHandle:
     @property
     def ready(self) -> bool:
         return self._client is not None
+
+    @property
+    def tools(self) -> list[types.Tool]:
+        """The tools offered: the server's own once its first start was tried, before that those it listed in the
+        last run (`tool_cache.py`), if the pool was given them."""
+        return self._tools if self._cached is None or self.attempted.is_set() else self._cached
+
+    @property
+    def from_cache(self) -> bool:
+        """Whether the pool may go on before this server has started: its tools are known from the last run."""
+        return self._cached is not None
+
+    @property
+    def unavailable(self) -> str:
+        """The tool error for a call this server cannot take now."""
+        detail = f": {self.last_error}" if self.last_error else ""
+        return f"the {self.config.name} server is not available{detail}"
 
     @property
     def login_required(self) -> LoginRequired | None:
@@ -200,8 +223,7 @@ class ServerHandle:
             rendered = render(result)
             return ToolOutcome(rendered.text, bool(result.is_error), untrusted, rendered.images)
         if self._client is None:
-            detail = f": {self.last_error}" if self.last_error else ""
-            return ToolOutcome(f"the {self.config.name} server is not available{detail}", True)
+            return ToolOutcome(self.unavailable, True)
         return ToolOutcome(f"{self.config.name}.{tool} timed out after {timeout:g}s", True)
 
     async def read_resource(self, uri: str) -> str:
@@ -268,7 +290,9 @@ class ServerHandle:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        self.tools = [tool for tool in tools if self.config.allows(tool.name)]
+        self._tools = [tool for tool in tools if self.config.allows(tool.name)]
+        if self._tool_cache is not None:
+            self._tool_cache.keep(self.config, tools)
 
     async def _load_prompts(self, client: Client) -> None:
         """The server's prompts, offered as `/<server>:<prompt>` commands; none when it has no prompts capability
@@ -362,17 +386,22 @@ class McpPool:
         errlog: TextIO = sys.stderr,
         min_backoff_s: float = 0.5,
         oauth_logins: Path | None = None,
+        tool_cache: ToolCache | None = None,
     ) -> None:
         """`oauth_logins` is the folder of stored OAuth logins (`Settings.oauth_logins`), for servers with
-        `"auth": "oauth"`."""
+        `"auth": "oauth"`. With a `tool_cache`, entering the pool waits only for the servers it has no tool list
+        of from the last run; the others go on starting behind it, offering that list until they answer, and a call
+        to one waits for its start (`call`)."""
         self.observers: list[Observer] = []
         """Told `(server, tool, session)` after each call and `(server, None, None)` at each of a server's events:
         a view kept from a server's answers (`subagents.py`) knows from them when it may be out of date."""
         self._on_event = on_event
         self.handles = {
-            config.name: ServerHandle(config, self._heard, errlog, min_backoff_s, oauth_logins) for config in servers
+            config.name: ServerHandle(config, self._heard, errlog, min_backoff_s, oauth_logins, tool_cache)
+            for config in servers
         }
         self._startup_timeout_s = startup_timeout_s
+        self._started_by = math.inf
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> McpPool:
@@ -380,9 +409,11 @@ class McpPool:
         self._stack.callback(group.cancel_scope.cancel)
         for handle in self.handles.values():
             group.start_soon(handle.supervise)
-        with anyio.move_on_after(self._startup_timeout_s):
+        self._started_by = anyio.current_time() + self._startup_timeout_s
+        with anyio.CancelScope(deadline=self._started_by):
             for handle in self.handles.values():
-                await handle.attempted.wait()
+                if not handle.from_cache:
+                    await handle.attempted.wait()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -416,7 +447,16 @@ class McpPool:
     async def call(
         self, name: str, arguments: dict[str, Any], session: str | None = None, caller: Mapping[str, Any] | None = None
     ) -> ToolOutcome:
+        """Call the tool the model knows as `name`. On a server still on its first start, wait for it (until the
+        pool's start timeout, counted from the pool's start); then its own list decides whether the tool exists."""
         route = self.routes().get(name)
+        if route is not None and not self.handles[route.server].attempted.is_set():
+            handle = self.handles[route.server]
+            with anyio.CancelScope(deadline=self._started_by):
+                await handle.attempted.wait()
+            if not handle.ready:
+                return ToolOutcome(handle.unavailable, True)
+            route = self.routes().get(name)  # the server's own list, which may lack a tool the cached one had
         if route is None:
             return ToolOutcome(f"unknown tool {name!r}; available: {', '.join(sorted(self.routes())) or 'none'}", True)
         try:

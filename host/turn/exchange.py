@@ -57,12 +57,12 @@ class Exchange:
         """Loop until the model answers without tool calls; its answer, or None once `max_calls` were made.
 
         `messages` grows with what is said. A second overflow (after `recover`) is raised to the caller."""
-        specs = self.toolbox.specs()
         while self.calls < self.max_calls:
             self.calls += 1
             if self.prepare is not None:
                 messages[:] = await self.prepare(messages)
-            completion = await self._complete(messages, specs)
+            # asked each call: a server that started during the turn may list other tools than the cached ones
+            completion = await self._complete(messages, self.toolbox.specs())
             self.usage = self.usage + completion.usage
             self.answers.append(completion)
             answer = completion.message
