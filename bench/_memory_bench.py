@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp import Client, StdioServerParameters
 
 SYSTEMS = {
@@ -94,10 +95,21 @@ async def serve(flags: list[str], workspace: Path, state: Path, tally: Tally) ->
         args=["-m", "hermitcrab.servers.memory", "--workspace", str(workspace), "--state", str(state), *flags],
     )
     async with Client(params) as client:
-        await client.call_tool("memory_search", {"query": "warm up"})  # waits for the first full index
-        status = (await client.call_tool("memory_status", {})).structured_content or {}
+        await client.call_tool("memory_search", {"query": "warm up"})  # waits for the first sync (BM25)
+        status = await all_embedded(client)
         tally.index_seconds.append(float(status.get("last_sync_seconds", 0.0)))
         yield client
+
+
+async def all_embedded(client: Client) -> dict[str, Any]:
+    """`memory_status` once every vector is in: the server embeds in the background, and a question asked before
+    then would be ranked by BM25 alone (an earlier revision's server, without `vectors`, is done at once)."""
+    while True:
+        status = (await client.call_tool("memory_status", {})).structured_content or {}
+        vectors = status.get("vectors") or {}
+        if not (vectors.get("pending") or vectors.get("embedding")):
+            return status
+        await anyio.sleep(0.05)
 
 
 async def search(client: Client, query: str, k: int) -> list[str]:

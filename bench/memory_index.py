@@ -4,13 +4,17 @@ how much memory it holds, over stdio MCP, beside baselines in the same run.
     .venv/bin/python bench/memory_index.py --limit 5
     .venv/bin/python bench/memory_index.py --baseline HEAD~3     # also an earlier commit's code (a git worktree)
 
-Systems: `ours` (the defaults), `bm25` (`--embedder none`: the floor, no vectors) and, with `--baseline REV`,
-`REV` (the defaults of that commit's code, run from a worktree in /tmp on this venv's packages).
+Systems: `ours` (the defaults), `e5` (`--embedder e5`), `bm25` (`--embedder none`: the floor, no vectors) and,
+with `--baseline REV`, `REV` (the defaults of that commit's code, run from a worktree in /tmp on this venv's
+packages).
 Per haystack (one LongMemEval question's sessions written as daily logs, `_memory_longmemeval.build_workspace`):
-the first full index (`memory_status.last_sync_seconds` after the first search, and where it went when the
-server reports it), the server's CPU seconds from its start to then (imports included; the load of the machine
-changes them much less than wall time), search latency at the client (the question and the other questions, 20
-searches), and RSS of the server process: after the first index (the embedder loaded), then on a restart over
+the first full sync (`memory_status.last_sync_seconds` after the first search, and where it went when the server
+reports it: reading, BM25, the rest; vectors come after it, in the background), the seconds from starting the
+server to the first search's answer (by BM25 while vectors are still missing) and to every vector embedded
+(`memory_status.vectors.pending` 0), the server's CPU seconds from its start to then (imports included; the load
+of the machine changes them much less than wall time), search latency at the client once the vectors are in (the
+question and the other questions, 20 searches), and RSS of the server process: after the first index (the
+embedder loaded), then on a restart over
 the indexed state (idle), after one search there (the embedder loaded again for the query), and once the embedder
 has been dropped (`--embedder-idle-s 5`). Timings depend on the load of the machine, printed with them.
 """
@@ -36,11 +40,11 @@ from mcp import Client, StdioServerParameters
 sys.path.insert(0, str(Path(__file__).parent))
 
 import _memory_longmemeval as longmemeval
-from _memory_bench import percentile
+from _memory_bench import all_embedded, percentile
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("channels", "host", "install", "servers", "util", "workspace")  # those a revision has
-SYSTEMS = {"ours": [], "bm25": ["--embedder", "none"]}
+SYSTEMS = {"ours": [], "e5": ["--embedder", "e5"], "bm25": ["--embedder", "none"]}
 SEARCHES = 20
 IDLE_S = 5.0
 
@@ -51,6 +55,8 @@ class Tally:
 
     kilobytes: list[float] = field(default_factory=list[float])
     seconds: list[float] = field(default_factory=list[float])
+    first_answer: list[float] = field(default_factory=list[float])
+    all_vectors: list[float] = field(default_factory=list[float])
     cpu: list[float] = field(default_factory=list[float])
     phases: dict[str, list[float]] = field(default_factory=dict[str, list[float]])
     latencies: list[float] = field(default_factory=list[float])
@@ -62,6 +68,7 @@ class Tally:
         lat = self.latencies
         return (
             f"| {name} | {statistics.median(self.seconds):.2f} | {max(self.seconds):.2f} | {rate:.0f} "
+            f"| {statistics.median(self.first_answer):.2f} | {statistics.median(self.all_vectors):.2f} "
             f"| {statistics.median(self.cpu):.1f} | {phases} "
             f"| {statistics.median(lat) * 1000:.1f} | {percentile(lat, 0.99) * 1000:.1f} |"
         )
@@ -127,9 +134,12 @@ async def measure(
     question = longmemeval.build_workspace(item, workspace)
     size = sum(path.stat().st_size for path in (workspace / "memory").glob("*.md")) / 1000
     rss = {point: 0.0 for point in RSS_POINTS}
+    began = time.perf_counter()
     async with serve(flags, workspace, state, code) as client:
-        await client.call_tool("memory_search", {"query": question.text})  # waits for the first full index
-        done = await status(client)
+        await client.call_tool("memory_search", {"query": question.text})  # waits for the first sync (BM25)
+        tally.first_answer.append(time.perf_counter() - began)
+        done = await all_embedded(client)
+        tally.all_vectors.append(time.perf_counter() - began)
         pid = server_pid()
         tally.cpu.append(cpu_seconds(pid))
         rss["after first index"] = rss_mb(pid)
@@ -188,14 +198,19 @@ def main() -> None:
                 root = Path(tmp) / f"{number}-{name.replace('/', '_')}"
                 anyio.run(measure, flags, item, others, root, path, tallies[name])
                 print(
-                    f"haystack {number + 1}/{len(items)} {name}: index {tallies[name].seconds[-1]:.2f} s, "
+                    f"haystack {number + 1}/{len(items)} {name}: sync {tallies[name].seconds[-1]:.2f} s, "
+                    f"first answer {tallies[name].first_answer[-1]:.2f} s, "
+                    f"all vectors {tallies[name].all_vectors[-1]:.2f} s, "
                     f"RSS {' / '.join(f'{v[-1]:.0f}' for v in tallies[name].rss.values())} MB",
                     file=sys.stderr,
                 )
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"\nLongMemEval haystacks: {len(items)}, {os.cpu_count()} cores, load average {' '.join(load)}\n")
-    print("| system | index s (median) | max | KB/s | CPU s | median s by phase | search p50 ms | p99 ms |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| system | first sync s (median) | max | KB/s | first answer s | all vectors s | CPU s "
+        "| median s by phase | search p50 ms | p99 ms |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, tally in tallies.items():
         print(tally.index_row(name))
     print("\nRSS of the server, MB (median / max over haystacks)\n")

@@ -22,10 +22,10 @@ from hermitcrab.util.server_options import MEMORY
 
 from .embed import DEFAULT_IDLE_S, EMBEDDER_HELP, make_embedder
 from .files import EVERGREEN, MEMORY_DIR
-from .index import MemoryIndex, ProgressFactory
+from .index import MemoryIndex
 from .ranking import RankSettings
 from .server import build_server, memory_roots
-from .vectors import Progress as Advance
+from .vectors import ProgressFactory
 
 PROGRESS_AFTER_S = 1.0
 
@@ -34,15 +34,14 @@ def _parser() -> argparse.ArgumentParser:
     return build_parser(MEMORY, {"embedder_idle_s": DEFAULT_IDLE_S}, embedder_help=EMBEDDER_HELP)
 
 
-def _progress_bar(after_s: float = PROGRESS_AFTER_S) -> ProgressFactory | None:
+class _Bar:
     """A rich progress bar on stderr (stdout is the MCP stream) for embedding that has already taken `after_s`
-    seconds, so a quick sync shows nothing; None when stderr is not a terminal."""
-    if not sys.stderr.isatty():
-        return None
+    seconds, so a quick sync shows nothing; it disappears when the embedding stops."""
 
-    def start(total: int) -> Advance:
-        began = time.monotonic()
-        bar = Progress(
+    def __init__(self, total: int, after_s: float) -> None:
+        self._began = time.monotonic()
+        self._after_s = after_s
+        self._bar = Progress(
             TextColumn("indexing memory: embedding chunks"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -52,18 +51,22 @@ def _progress_bar(after_s: float = PROGRESS_AFTER_S) -> ProgressFactory | None:
             redirect_stdout=False,
             redirect_stderr=False,
         )
-        task = bar.add_task("embedding", total=total)
+        self._task = self._bar.add_task("embedding", total=total)
 
-        def advance(count: int) -> None:
-            bar.advance(task, count)
-            if bar.finished:
-                bar.stop()
-            elif not bar.live.is_started and time.monotonic() - began >= after_s:
-                bar.start()
+    def advance(self, count: int) -> None:
+        self._bar.advance(self._task, count)
+        if not self._bar.live.is_started and time.monotonic() - self._began >= self._after_s:
+            self._bar.start()
 
-        return advance
+    def close(self) -> None:
+        self._bar.stop()
 
-    return start
+
+def _progress_bar(after_s: float = PROGRESS_AFTER_S) -> ProgressFactory | None:
+    """Progress bars for embedding (`_Bar`), or None when stderr is not a terminal."""
+    if not sys.stderr.isatty():
+        return None
+    return lambda total: _Bar(total, after_s)
 
 
 def index_now(index: MemoryIndex) -> str:

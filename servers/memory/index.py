@@ -33,12 +33,11 @@ from .ranking.legs import Legs, Sources, find
 from .ranking.rescoring import decay, features, model_for
 from .ranking.table import ChunkTable, speaker_of
 from .ranking.windows import Result, select
-from .vectors import Progress, VectorStore
+from .vectors import ProgressFactory, VectorStore
 
 logger = logging.getLogger(__name__)
 META_VERSION = 1
 CONTEXT_UNTIL_CHARS = 400  # shorter chunks are embedded after the start of the chunk before them
-ProgressFactory = Callable[[int], Progress]
 
 
 @dataclass
@@ -69,6 +68,7 @@ class MemoryIndex:
         self.embedder = embedder
         self.settings = settings or RankSettings()
         self.model = model_for(embedder.name if embedder is not None else None)  # re-scoring; a benchmark may swap it
+        self._model_without_vectors = model_for(None)  # while none is embedded yet
         state.mkdir(parents=True, exist_ok=True)
         self._lock = FileLock(str(state / "index.lock"), timeout=120)
         self.files: dict[str, FileRecord] = {}
@@ -109,8 +109,10 @@ class MemoryIndex:
         record = self.files.get(rel)
         return record.stat if record is not None else None
 
-    def sync(self, progress: ProgressFactory | None = None) -> None:
-        """Bring the index up to date with the files; cheap when nothing changed."""
+    def sync(self, progress: ProgressFactory | None = None, embed: bool = True) -> None:
+        """Bring the index up to date with the files; cheap when nothing changed. BM25 is searchable when it
+        returns; so are the vectors with `embed` (the `index` command, benchmarks), while without it (a server)
+        the chunks without a vector are left to `unembedded` and a background thread."""
         started = time.perf_counter()
         clock = _PhaseClock()  # its "read" includes finding what changed
         stale, gone = self.pending()
@@ -130,8 +132,7 @@ class MemoryIndex:
             for rel in gone:
                 self.files.pop(rel, None)
                 self.skipped.pop(rel, None)
-            todo = self._to_embed()
-            if todo:
+            if self.unembedded():
                 warm_up(self.embedder)  # or at least while BM25 indexes
             clock.lap("read")
             clear = meta.get("lexical") != self._lexical_signature() or (
@@ -143,13 +144,13 @@ class MemoryIndex:
             if rewrite or drop or clear:
                 self.lexical.replace(drop, [row for rel in rewrite for row in self._lexical_rows(rel)], clear=clear)
             clock.lap("bm25")
-            if todo and self.vectors is not None:
-                self.vectors.embed(todo, progress(len(todo)) if progress else None)
-            clock.lap("embed")
             self._write_meta()
         self.lexical.refresh()  # another process may have committed the documents of these files
         self._reorder()
         clock.lap("other")
+        if embed:
+            self._embed_all(progress)
+            clock.lap("embed")
         self.last_sync = time.time()
         self.last_sync_seconds = time.perf_counter() - started
         self.last_sync_phases = clock.laps
@@ -171,6 +172,17 @@ class MemoryIndex:
         keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in texts]
         terms = [tuple(dict.fromkeys(analyze(chunk.text))) for chunk in chunks]  # a tuple: a fifth of a set's size
         return FileRecord(stat, digest, chunks, memfiles.file_date(rel), texts, keys, terms)
+
+    def _embed_all(self, progress: ProgressFactory | None) -> None:
+        todo = self.unembedded()
+        if not todo or self.vectors is None:
+            return
+        bar = progress(len(todo)) if progress else None
+        try:
+            self.vectors.embed(todo, bar)
+        finally:
+            if bar is not None:
+                bar.close()
 
     def _lexical_mismatch(self, indexed: dict[str, dict[str, Any]]) -> bool:
         """On start: is the BM25 index missing, from another version or out of step with its meta?"""
@@ -195,12 +207,13 @@ class MemoryIndex:
             rows.append((_chunk_id(rel, i), rel, headings[chunk.headings] + terms[i], near))
         return rows
 
-    def _to_embed(self) -> list[tuple[str, str]]:
-        """The `(key, text)` pairs of chunks whose vectors are not cached yet."""
+    def unembedded(self) -> list[tuple[str, str]]:
+        """The `(key, text)` pairs of chunks whose vectors are not cached yet, those of the files changed last
+        first: a note just appended gets its vector before an old import's backlog."""
         if self.vectors is None:
             return []
-        items = [item for record in self.files.values() for item in zip(record.keys, record.embed_texts, strict=True)]
-        return self.vectors.missing(items)
+        newest = sorted(self.files.values(), key=lambda record: -record.stat.mtime_ns)
+        return self.vectors.missing([item for r in newest for item in zip(r.keys, r.embed_texts, strict=True)])
 
     def _reorder(self) -> None:
         self._order = [(rel, i) for rel in sorted(self.files) for i in range(len(self.files[rel].chunks))]
@@ -299,7 +312,8 @@ class MemoryIndex:
         positions = list(fused)
         if not self.settings.rescore:
             return positions, np.array(list(fused.values()), dtype=np.float64)
-        return positions, self.model.probability(features(positions, legs, self.table, self.settings))
+        model = self.model if legs.similarity is not None else self._model_without_vectors
+        return positions, model.probability(features(positions, legs, self.table, self.settings))
 
     def chunk(self, position: int) -> Chunk:
         rel, i = self._order[position]

@@ -26,9 +26,11 @@ from hermitcrab.servers._common.server import GuardedServer
 
 from . import access
 from . import files as memfiles
+from .backfill import Backfill, Work
 from .embed import Embedder
-from .index import MemoryIndex, ProgressFactory
+from .index import MemoryIndex
 from .ranking import RankSettings
+from .vectors import ProgressFactory
 from .watcher import Watcher
 
 logger = logging.getLogger(__name__)
@@ -76,6 +78,16 @@ class Appended(BaseModel):
     note: str | None = Field(default=None, description="Set when nothing new was written or the text was cleaned.")
 
 
+class VectorProgress(BaseModel):
+    embedded: int = Field(description="Distinct chunk texts in the index that have their vector.")
+    total: int = Field(description="Distinct chunk texts in the index.")
+    pending: int = Field(description="Texts still without a vector: searches rank them by BM25 alone until then.")
+    embedding: bool = Field(description="True while the background thread is embedding.")
+    per_second: float | None = Field(description="Texts embedded per second in the current (or last) round.")
+    eta_s: float | None = Field(description="Seconds until every text has its vector, at that pace.")
+    error: str | None = Field(description="Why the last round of embedding failed; a later search retries.")
+
+
 class Status(BaseModel):
     workspace: str
     files: int
@@ -83,6 +95,7 @@ class Status(BaseModel):
     embedder: str
     model: str | None
     vectors_cached: int
+    vectors: VectorProgress | None = Field(description="Embedding progress; None without an embedder.")
     last_sync: str | None = Field(description="When the index last caught up with the files (UTC, ISO 8601).")
     last_sync_seconds: float
     last_sync_phases: dict[str, float] = Field(
@@ -95,23 +108,32 @@ class Status(BaseModel):
 
 
 class _Memory:
-    """The index plus the lock that makes syncs and searches from several threads take turns."""
+    """The index, the lock that makes syncs and searches from several threads take turns, and the thread that
+    embeds behind them."""
 
     def __init__(
         self, open_index: Callable[[], MemoryIndex], progress: ProgressFactory | None, freeze_heap: bool = False
     ) -> None:
         self._open_index = open_index
         self.index = open_index()
-        self.progress = progress
         self.lock = threading.RLock()
         self._freeze_heap = freeze_heap
+        self.backfill = Backfill(self.catch_up, self.vector_work, progress)
 
     def sync(self) -> None:
-        """Catch up with the files; if the index breaks mid-run, rebuild it from the files once."""
+        """Catch up with the files, and have the vectors they lack embedded in the background."""
+        changed = self.catch_up()
+        embedded, total = self.index.vectors.counts if self.index.vectors is not None else (0, 0)
+        if embedded < total and (changed or not self.backfill.pace.embedding):
+            self.backfill.wake()
+
+    def catch_up(self) -> bool:
+        """Bring BM25 and the chunk list up to date with the files (whether anything changed); if the index breaks
+        mid-run, rebuild it from the files once."""
         with self.lock:
             before = self.index.last_sync
             try:
-                self.index.sync(self.progress)
+                self.index.sync(embed=False)
             except (OSError, ValueError, RuntimeError) as exc:
                 logger.warning("memory index failed (%s); rebuilding it from the files", exc)
                 self.index.reset()
@@ -119,20 +141,40 @@ class _Memory:
                 self.index = self._open_index()
                 self.index.warnings = warnings
                 try:
-                    self.index.sync(self.progress)
+                    self.index.sync(embed=False)
                 except Exception as again:  # recorded for memory_status, then raised for the caller to see
                     self.index.last_error = f"{type(again).__name__}: {again}"
                     raise
             self.index.last_error = None
-            if self._freeze_heap and self.index.last_sync != before:
+            changed = self.index.last_sync != before
+            if self._freeze_heap and changed:
                 _freeze_heap()
+            return changed
 
-    def sync_in_background(self) -> None:
-        """The first sync, run on a thread at start: a failure is logged and kept for memory_status."""
-        try:
-            self.sync()
-        except Exception:  # the next search retries the sync and reports the error to the model
-            logger.exception("initial memory sync failed")
+    def vector_work(self) -> Work | None:
+        """Where the background thread embeds, and what (taken under the lock: a sync may be changing the files)."""
+        with self.lock:
+            index = self.index
+            return (index.vectors, index.unembedded()) if index.vectors is not None else None
+
+    def vector_progress(self, owner: bool) -> VectorProgress | None:
+        vectors = self.index.vectors
+        if vectors is None:
+            return None
+        embedded, total = vectors.counts
+        pace = self.backfill.pace
+        pending = total - embedded
+        eta = round(pending / pace.per_second, 1) if pace.embedding and pace.per_second else None
+        error = pace.error if owner or pace.error is None else "withheld: " + OWNER_ONLY
+        return VectorProgress(
+            embedded=embedded,
+            total=total,
+            pending=pending,
+            embedding=pace.embedding,
+            per_second=round(pace.per_second, 1) if pace.per_second else None,
+            eta_s=eta if pending else 0.0,
+            error=error,
+        )
 
 
 def build_server(
@@ -156,14 +198,13 @@ def build_server(
         watcher = Watcher([roots.workspace, *roots.extra], memory.sync) if watch else None
         if watcher is not None:
             watcher.start()
-        first = threading.Thread(target=memory.sync_in_background, name="memory-initial-sync", daemon=True)
-        first.start()
+        memory.backfill.start()  # its first round is the first full sync
         try:
             yield
         finally:
             if watcher is not None:
                 await anyio.to_thread.run_sync(watcher.stop)
-            await anyio.to_thread.run_sync(first.join)
+            await anyio.to_thread.run_sync(memory.backfill.stop)
 
     server = GuardedServer("hermitcrab-memory", instructions=INSTRUCTIONS, lifespan=lifespan)
 
@@ -283,6 +324,8 @@ def build_server(
             ) from exc
         except OSError as exc:
             raise ToolError(f"Could not write {quote(rel)}: {exc.strerror or exc}. Nothing was written.") from exc
+        if not written.repeated:
+            memory.backfill.wake()  # indexed and embedded now, not at the next search
         notes: list[str] = []
         if written.repeated:
             notes.append("This note was already written there a moment ago (a retry?); nothing was written again.")
@@ -297,7 +340,8 @@ def build_server(
 
     @server.tool()
     def memory_status(ctx: Context) -> Status:
-        """Report the memory index: files and chunks indexed, embedder, freshness, skipped files, last error."""
+        """Report the memory index: files and chunks indexed, embedder, vectors embedded so far, freshness, skipped
+        files, last error."""
         who = _caller(ctx)
         index = memory.index
         stale, gone = index.pending()
@@ -310,6 +354,7 @@ def build_server(
             embedder=embedder.name if embedder else "none",
             model=embedder.model if embedder else None,
             vectors_cached=index.vectors.cached if index.vectors else 0,
+            vectors=memory.vector_progress(who.is_owner),
             last_sync=last,
             last_sync_seconds=round(index.last_sync_seconds, 3),
             last_sync_phases=index.last_sync_phases,

@@ -56,7 +56,9 @@ def find(query: str, sources: Sources, limit: int) -> Legs:
     weights = sources.lexical.term_weights(query)
     ranges = ranges_in(query)
     dated = [n for n, day in enumerate(sources.dates) if day and any(r.contains(day) for r in ranges)]
-    similarity = sources.vectors.scores(query) if sources.vectors is not None else None
+    scored = sources.vectors.scores(query) if sources.vectors is not None else None
+    similarity = scored.cosines if scored is not None else None
+    ranked = sources.own_vector & scored.embedded if scored is not None else sources.own_vector  # has its vector
 
     def text(files: list[int] | None) -> dict[int, int]:
         paths = None if files is None else [sources.paths[n] for n in files]
@@ -66,7 +68,7 @@ def find(query: str, sources: Sources, limit: int) -> Legs:
     def vector(files: list[int] | None) -> dict[int, int]:
         if similarity is None:
             return {}
-        among = sources.own_vector if files is None else sources.own_vector & np.isin(sources.table.files, files)
+        among = ranked if files is None else ranked & np.isin(sources.table.files, files)
         return _ranks(top(similarity, limit, among))
 
     return Legs(

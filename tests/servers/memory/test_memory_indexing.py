@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import pty
 import subprocess
@@ -11,9 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import anyio
 import numpy as np
@@ -24,49 +20,9 @@ from mcp.client.stdio import stdio_client
 
 from hermitcrab.servers.memory.embed import OpenAIEmbedder, Unloading, USEEmbedder
 from hermitcrab.servers.memory.server import build_server
+from tests.support.embeddings import Embeddings, embedded
 
 BAR = "indexing memory"
-
-
-class Embeddings:
-    """A loopback OpenAI-compatible `/embeddings` endpoint that answers each request after `delay_s` with
-    vectors made from the texts' hashes, and records every text it was asked to embed."""
-
-    def __init__(self, delay_s: float = 0.0) -> None:
-        self.texts: list[str] = []
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body: dict[str, Any] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                endpoint.texts.extend(body["input"])
-                time.sleep(delay_s)
-                data = [{"index": i, "embedding": _vector(text)} for i, text in enumerate(body["input"])]
-                reply = json.dumps({"data": data}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self._http.server_address[1]}/v1"
-        threading.Thread(target=self._http.serve_forever, daemon=True).start()
-
-    @property
-    def spec(self) -> str:
-        return f"openai:fake@{self.base_url}"
-
-    def close(self) -> None:
-        self._http.shutdown()
-        self._http.server_close()
-
-
-def _vector(text: str) -> list[float]:
-    return [b / 255 for b in hashlib.blake2b(text.encode(), digest_size=8).digest()]
 
 
 @pytest.fixture
@@ -159,7 +115,7 @@ async def test_status_says_where_the_last_sync_spent_its_time(workspace: Path, s
         await client.call_tool("memory_search", {"query": "tea"})
         status = (await client.call_tool("memory_status", {})).structured_content or {}
     phases: dict[str, float] = status["last_sync_phases"]
-    assert list(phases) == ["read", "bm25", "embed", "other"]
+    assert list(phases) == ["read", "bm25", "other"]  # embedding is the background thread's
     assert 0 <= sum(phases.values()) <= status["last_sync_seconds"] + 0.01
 
 
@@ -230,6 +186,7 @@ async def test_the_server_shows_the_bar_of_its_first_index_on_stderr_and_serves_
     with os.fdopen(os.dup(terminal.slave), "w") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as client:
             found = await client.call_tool("memory_search", {"query": "order 79190 locker", "max_results": 1})
+            await embedded(client)  # the search did not wait for the vectors; the bar shows while they come
     results = (found.structured_content or {})["results"]
     assert "order 79190" in results[0]["snippet"]
     assert BAR in terminal.text()
@@ -297,6 +254,7 @@ import asyncio, gc, sys
 from pathlib import Path
 from mcp import Client
 from hermitcrab.servers.memory.server import build_server
+from tests.support.embeddings import Embeddings, embedded
 
 async def main():
     server = build_server(Path(sys.argv[1]), Path(sys.argv[2]), None, watch=False, freeze_heap=sys.argv[3] == "1")

@@ -14,6 +14,7 @@ from mcp import Client
 
 from hermitcrab.servers.memory.embed import Embedder
 from tests.servers.memory.conftest import MemoryServer
+from tests.support.embeddings import embedded
 from tests.support.tools import call, error_of, search
 
 
@@ -249,6 +250,7 @@ async def test_meaning_finds_what_words_miss(memory_server: MemoryServer, worksp
         encoding="utf-8",
     )
     async with Client(memory_server(embedder=use_embedder)) as client:
+        await embedded(client)
         results = await search(client, "bicycle purchase", max_results=1)
         status = await call(client, "memory_status")
     assert "road bike" in results[0]["snippet"]
@@ -260,7 +262,7 @@ async def test_changing_the_embedder_rebuilds_vectors(memory_server: MemoryServe
         assert (await call(client, "memory_status"))["vectors_cached"] == 0
     async with Client(memory_server(embedder=use_embedder)) as client:
         assert await search(client, "tea preference")
-        assert (await call(client, "memory_status"))["vectors_cached"] == 5
+        assert (await embedded(client))["vectors_cached"] == 5
 
 
 async def test_an_index_broken_while_running_is_rebuilt(memory_server: MemoryServer, workspace: Path, state: Path):
