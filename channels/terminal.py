@@ -104,13 +104,11 @@ class TerminalChannel:
         def show() -> None:
             self._end_line()
             self._markdown(question)
-            for index, option in enumerate(options, 1):
-                self.console.print(Text(f"  {index}. {escape_controls(option)}"))
+            for line in numbered(options):
+                self.console.print(Text(line))
 
         await run_in_terminal(show)
-        answer = await self.lines.answer("answer> ")
-        typed = (answer or "").strip()
-        return options[int(typed) - 1] if typed.isdigit() and 1 <= int(typed) <= len(options) else answer
+        return chosen(options, await self.lines.answer("answer> "))
 
     def listener(self, target: Target) -> Listener:
         return self.show
@@ -273,6 +271,18 @@ class LineReader:
         self._send.send_nowait(line)
 
 
+def numbered(choices: Sequence[str]) -> list[str]:
+    """A line per choice, numbered from 1, its control characters escaped: how a terminal offers choices (`chat`'s
+    prompt and `ask`'s stderr alike)."""
+    return [f"  {index}. {escape_controls(choice)}" for index, choice in enumerate(choices, 1)]
+
+
+def chosen(choices: Sequence[str], answer: str | None) -> str | None:
+    """The choice a typed number names (as `numbered` showed them); any other answer as typed."""
+    typed = (answer or "").strip()
+    return choices[int(typed) - 1] if typed.isdigit() and 1 <= int(typed) <= len(choices) else answer
+
+
 class Keyboard:
     """The user's lines on a terminal, read with prompt_toolkit: line editing, history kept across runs, slash
     commands completed with Tab, a paste taken whole (bracketed paste) and Alt-Enter or a trailing `\\` for a new
@@ -305,6 +315,11 @@ class Keyboard:
     @property
     def showing(self) -> bool:
         return self._messages.app.is_running or self._answers.app.is_running
+
+    @property
+    def asking(self) -> bool:
+        """Whether a question has the screen (its answer prompt, the message prompt set aside for it)."""
+        return not self._asked.is_set()
 
     async def read(self, prompt: str) -> str | None:
         draft = ""

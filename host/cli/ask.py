@@ -10,7 +10,7 @@ from typing import Annotated
 import anyio
 import typer
 
-from hermitcrab.channels.terminal import Written
+from hermitcrab.channels.terminal import Written, chosen, numbered
 
 from ..config import Settings, load_settings
 from ..events import OWNER, Event, Listener, MessageDone, Target, TextDelta, ToolStarted, TurnEvent
@@ -59,12 +59,12 @@ class CliChannel:
         return None
 
     async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
-        """The question on stderr, a line per choice, and the next line of stdin: an empty line is an answer (a form
-        field's default), the end of stdin none."""
-        options = "".join(f"\n  - {choice}" for choice in choices or ())
-        print(f"? {question}{options}", file=sys.stderr, flush=True)
+        """The question on stderr, its choices numbered as `chat` numbers them, and the next line of stdin: a
+        choice's number is that choice, an empty line is an answer (a form field's default), the end of stdin none."""
+        options = list(choices or ())
+        print("\n".join([f"? {question}", *numbered(options)]), file=sys.stderr, flush=True)
         line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
-        return line.strip() if line else None
+        return chosen(options, line.strip()) if line else None
 
 
 def ask(

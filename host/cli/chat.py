@@ -2,7 +2,8 @@
 
 On a terminal the lines are read with prompt_toolkit (`Keyboard`: editing, history kept under state/, completion of
 slash commands, multi-line messages); from a pipe, line by line. Ctrl-C stops the running turn (the transcript records
-it as cancelled) and gives the prompt back; Ctrl-C at an empty prompt, Ctrl-D or /exit leaves.
+it as cancelled) and gives the prompt back; at a question a server event's turn asks meanwhile, it cancels only that
+question (the turn goes on without an answer); Ctrl-C at an empty prompt, Ctrl-D or /exit leaves.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import contextmanager
 
 import anyio
@@ -75,7 +76,9 @@ def _lines(settings: Settings, agent: Agent, ctrl_c: _CtrlC) -> Lines:
     """The keyboard when chat runs on a terminal, else the lines of the pipe it reads."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return LineReader(console)
-    return Keyboard(settings.state / HISTORY_FILE, lambda: _slash_words(agent), ctrl_c.interrupt)
+    keyboard = Keyboard(settings.state / HISTORY_FILE, lambda: _slash_words(agent), ctrl_c.interrupt)
+    ctrl_c.asking = lambda: keyboard.asking
+    return keyboard
 
 
 def _slash_words(agent: Agent) -> dict[str, str]:
@@ -91,7 +94,7 @@ def _slash_words(agent: Agent) -> dict[str, str]:
 async def _converse(turns: _Turns, ctrl_c: _CtrlC) -> None:
     """Prompt, run the turn, again, until the user leaves."""
     while True:
-        with ctrl_c.stops() as prompt:
+        with ctrl_c.stops(at_prompt=True) as prompt:
             line = await turns.terminal.lines.read("you> ")
         if prompt.cancelled_caught:
             console.print()  # the shell's prompt then starts on a line of its own
@@ -107,29 +110,34 @@ async def _converse(turns: _Turns, ctrl_c: _CtrlC) -> None:
 
 
 class _CtrlC:
-    """What Ctrl-C stops right now: the running turn, or the prompt (which leaves)."""
+    """What Ctrl-C stops right now: the running turn, or the prompt (which leaves); at a question asked while the
+    prompt waits (a reminder's turn, not the user's), only that question, which then has no answer."""
 
     def __init__(self) -> None:
         self._scope: anyio.CancelScope | None = None
+        self._at_prompt = False
+        self.asking: Callable[[], bool] = lambda: False
+        """Whether a question has the screen (the keyboard's; a pipe asks none that Ctrl-C could reach)."""
 
     async def watch(self, signals: AsyncIterator[int]) -> None:
         async for _ in signals:
             self.interrupt()
 
     def interrupt(self) -> None:
-        """Ctrl-C: the terminal's SIGINT while a turn runs, a key at a prompt."""
-        if self._scope is not None:
+        """Ctrl-C: the terminal's SIGINT while a turn runs, a key at a prompt (the keyboard then gives the question
+        no answer by itself)."""
+        if self._scope is not None and not (self._at_prompt and self.asking()):
             self._scope.cancel()
 
     @contextmanager
-    def stops(self) -> Generator[anyio.CancelScope]:
-        """A block that the next Ctrl-C cancels."""
+    def stops(self, *, at_prompt: bool = False) -> Generator[anyio.CancelScope]:
+        """A block that the next Ctrl-C cancels; `at_prompt`: the message prompt's, which a question may take over."""
         with anyio.CancelScope() as scope:
-            self._scope = scope
+            self._scope, self._at_prompt = scope, at_prompt
             try:
                 yield scope
             finally:
-                self._scope = None
+                self._scope, self._at_prompt = None, False
 
 
 class _Turns:
