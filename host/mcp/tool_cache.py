@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mcp import types
 from pydantic import ValidationError
@@ -50,11 +50,14 @@ class ToolCache:
 
     def tools(self, config: ServerConfig) -> list[types.Tool] | None:
         """The tools the server listed last time with this same entry; None when there is no such list."""
-        entry: Any = self._entries.get(config.name)
-        if not isinstance(entry, dict) or entry.get("digest") != entry_digest(config):
+        entry: object = self._entries.get(config.name)
+        if not isinstance(entry, dict):
+            return None
+        kept = cast(dict[str, Any], entry)
+        if kept.get("digest") != entry_digest(config):
             return None
         try:
-            return [types.Tool.model_validate(tool) for tool in entry["tools"]]
+            return [types.Tool.model_validate(tool) for tool in cast(list[Any], kept["tools"])]
         except (KeyError, TypeError, ValidationError) as exc:
             logger.warning("the cached tools of MCP server %r are unreadable (%s); waiting for it", config.name, exc)
             return None

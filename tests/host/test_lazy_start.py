@@ -48,57 +48,60 @@ def ask(home: Path, llm: FakeLLM, config: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(command, env=cli_env(home, llm), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def first_run(home: Path, llm: FakeLLM, config: Path, gate: Path) -> None:
-    """An `ask` with the gate open: no cache yet, so the host waits for the server and keeps its tools."""
+def first_run(home: Path, llm: FakeLLM, tmp_path: Path) -> tuple[Path, Path]:
+    """An `ask` with the gate open: no cache yet, so the host waits for the server and keeps its tools. The config
+    and the gate, shut again."""
+    gate = tmp_path / "gate"
+    config = desktop_config(tmp_path, gate)
     gate.touch()
     llm.enqueue(openai_text("first"))
     out, err = ask(home, llm, config).communicate(timeout=60)
     assert out.strip() == "first", err
     gate.unlink()
+    return config, gate
+
+
+def held_run(home: Path, llm: FakeLLM, config: Path, gate: Path) -> tuple[set[str], str]:
+    """An `ask` with the gate shut until the model was first asked: the tools it was offered then, and the reply."""
+    process = ask(home, llm, config)
+    wait_for(lambda: len(llm.requests) == 2, "the model was not asked before the held server answered")
+    offered = tool_names(llm.requests[1])
+    gate.touch()
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    return offered, out.strip()
 
 
 def test_the_next_ask_offers_the_cached_tools_before_the_slow_server_answers_and_its_call_waits_for_it(
     hermitcrab_home: Path, llm: FakeLLM, tmp_path: Path
 ):
-    gate = tmp_path / "gate"
-    config = desktop_config(tmp_path, gate)
-    first_run(hermitcrab_home, llm, config, gate)
+    config, gate = first_run(hermitcrab_home, llm, tmp_path)
     cache = hermitcrab_home / "state" / "mcp_tools.json"
     assert cache.stat().st_mode & 0o077 == 0
     assert "echo" in cache.read_text() and SECRET not in cache.read_text()
 
     llm.enqueue(openai_tool_calls(("c1", "echo", json.dumps({"text": "through the gate"}))), openai_text("done"))
-    process = ask(hermitcrab_home, llm, config)
-    wait_for(lambda: len(llm.requests) == 2, "the model was not asked before the held server answered")
-    offered = tool_names(llm.requests[1])
-    gate.touch()
-    out, err = process.communicate(timeout=60)
+    offered, out = held_run(hermitcrab_home, llm, config, gate)
 
     assert {"echo", "add", "ask_user"} <= offered
-    assert process.returncode == 0 and out.strip() == "done", err
+    assert out == "done"
     assert tool_results(llm.requests[2]) == ["through the gate"]
 
 
 def test_a_cached_tool_the_server_no_longer_has_is_a_tool_error_and_leaves_the_next_request(
     hermitcrab_home: Path, llm: FakeLLM, tmp_path: Path
 ):
-    gate = tmp_path / "gate"
-    config = desktop_config(tmp_path, gate)
-    first_run(hermitcrab_home, llm, config, gate)
+    config, gate = first_run(hermitcrab_home, llm, tmp_path)
     cache = hermitcrab_home / "state" / "mcp_tools.json"
     kept = json.loads(cache.read_text())
     kept["slow"]["tools"].append({"name": "vanished", "description": "Gone since.", "inputSchema": {"type": "object"}})
     cache.write_text(json.dumps(kept))  # as an earlier version of the server listed it
 
     llm.enqueue(openai_tool_calls(("c1", "vanished", "{}")), openai_text("noted"))
-    process = ask(hermitcrab_home, llm, config)
-    wait_for(lambda: len(llm.requests) == 2, "the model was not asked before the held server answered")
-    offered = tool_names(llm.requests[1])
-    gate.touch()
-    out, err = process.communicate(timeout=60)
+    offered, out = held_run(hermitcrab_home, llm, config, gate)
 
     assert "vanished" in offered
-    assert process.returncode == 0 and out.strip() == "noted", err
+    assert out == "noted"
     [result] = tool_results(llm.requests[2])
     assert "unknown tool 'vanished'" in result and "echo" in result
     assert "vanished" not in tool_names(llm.requests[2]) and "echo" in tool_names(llm.requests[2])
