@@ -35,7 +35,9 @@ MAGIC = b"HCVEC1\n"
 HEADER = struct.Struct("<7sI")
 KEY_BYTES = 16
 BATCH_S = 0.25  # a batch takes about this long: a search waiting for the model (for its query) waits no longer
-FIRST_BATCH = 8
+# ...but holds at least a few texts per core: the local models spread a batch's texts over the cores, and one text
+# at a time made e5 2.6 times slower a text on a busy machine (its threads wait for each other in every layer)
+MIN_BATCH = 4 * (os.cpu_count() or 1)
 MAX_BATCH = 256
 Mask = npt.NDArray[np.bool_]
 
@@ -152,7 +154,7 @@ class VectorStore:
         each searchable as soon as it is on disk; stop between batches once `until()` is true. Texts another
         process sharing the file embedded meanwhile are taken from it instead."""
         queue = list(todo)
-        size = FIRST_BATCH
+        size = MIN_BATCH
         while queue and not (until is not None and until()):
             before = len(queue)
             with self._file_lock:
@@ -164,7 +166,7 @@ class VectorStore:
                 matrix = self.embedder.passages([text for _, text in batch])
                 self._add([key for key, _ in batch], matrix)
                 per_text = (time.perf_counter() - began) / len(batch)
-                size = max(1, min(MAX_BATCH, 2 * len(batch), round(BATCH_S / max(per_text, 1e-6))))
+                size = max(MIN_BATCH, min(MAX_BATCH, 2 * len(batch), round(BATCH_S / max(per_text, 1e-6))))
             if progress is not None:
                 progress.advance(before - len(queue))
 
