@@ -3,8 +3,9 @@ and the resource budget: idle RSS of each process of the whole stack (`hermitcra
 growth over a long run of turns, and the memory server's indexing speed.
 
 Run: .venv/bin/python bench/host.py [--calls 300] [--budget-turns 10000] [--only overheads|budget|cold]
-(`cold`: only `ask` with the five default servers, to the first model request and to exit; the first run has no
-tool lists from an earlier run to start lazily with, the later ones do: `docs/architecture.md`, the pool's readiness)
+(`cold`: only `ask` with the five default servers, to the first model request, to the reply and to exit; the first
+run has no tool lists from an earlier run to start lazily with, the later ones do: `docs/architecture.md`, the pool's
+readiness)
 """
 
 from __future__ import annotations
@@ -115,12 +116,14 @@ def cli_start(runs: int, home: Path, with_server: bool) -> list[float]:
     return samples
 
 
-def cold_ask(runs: int, home: Path) -> tuple[list[float], list[float]]:
-    """`ask "hi"` with the five default servers: seconds from launch until the model is first asked, and to exit.
+def cold_ask(runs: int, home: Path) -> tuple[list[float], list[float], list[float]]:
+    """`ask "hi"` with the five default servers: seconds from launch until the model is first asked, until the reply
+    is on stdout, and to exit.
 
     All runs share one home, so the first one waits for every server and the rest start lazily from its tool lists."""
     config = stack_config(home / "cold")
     to_model: list[float] = []
+    to_reply: list[float] = []
     to_exit: list[float] = []
     with running_fake_llm() as llm:
         env = {**os.environ, "HERMITCRAB_HOME": str(home / "cold"), "HERMITCRAB_LLM_BASE_URL": llm.url}
@@ -129,13 +132,16 @@ def cold_ask(runs: int, home: Path) -> tuple[list[float], list[float]]:
             asked = len(llm.requests)
             start = time.perf_counter()
             command = [sys.executable, "-m", "hermitcrab.host.cli", "ask", "--mcp-config", str(config), "hi"]
-            process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             while len(llm.requests) == asked and process.poll() is None:
                 time.sleep(0.005)
             to_model.append(time.perf_counter() - start)
+            assert process.stdout is not None
+            process.stdout.readline()
+            to_reply.append(time.perf_counter() - start)
             process.wait()
             to_exit.append(time.perf_counter() - start)
-    return to_model, to_exit
+    return to_model, to_reply, to_exit
 
 
 SERVERS = ("memory", "exec", "browser", "cron", "spawn")
@@ -283,9 +289,10 @@ def overheads(args: argparse.Namespace, home: Path) -> None:
     print("hermitcrab ask, cold start to exit (scripted LLM on 127.0.0.1)")
     print(f"  no MCP servers                         {summary(cli_start(args.cli_runs, home, False))}")
     print(f"  one stdio MCP server                   {summary(cli_start(args.cli_runs, home, True))}")
-    to_model, to_exit = cold_ask(args.cli_runs + 1, home)
+    to_model, to_reply, to_exit = cold_ask(args.cli_runs + 1, home)
     print(f"  five default servers, first run        to the model_ms={to_model[0] * 1000:8.3f}")
     print(f"  five default servers, to the model     {summary(to_model[1:])}")
+    print(f"  five default servers, to the reply     {summary(to_reply[1:])}")
     print(f"  five default servers, to exit          {summary(to_exit[1:])}")
 
 
@@ -302,10 +309,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         if args.only == "cold":
-            to_model, to_exit = cold_ask(args.cli_runs + 1, home)
+            to_model, to_reply, to_exit = cold_ask(args.cli_runs + 1, home)
             first = f"first run (no tool lists kept yet): to the model {to_model[0] * 1000:.0f} ms"
             print(f"ask with five default servers: {first}, to exit {to_exit[0] * 1000:.0f} ms")
-            print(f"  then {args.cli_runs} runs: to the model {summary(to_model[1:])}; to exit {summary(to_exit[1:])}")
+            print(f"  then {args.cli_runs} runs: to the model  {summary(to_model[1:])}")
+            print(f"  {'':{len(str(args.cli_runs)) + 10}}to the reply  {summary(to_reply[1:])}")
+            print(f"  {'':{len(str(args.cli_runs)) + 10}}to exit       {summary(to_exit[1:])}")
             return
         if args.only != "budget":
             overheads(args, home)

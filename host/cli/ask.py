@@ -78,16 +78,16 @@ def ask(
     settings = load_settings(mcp_config=mcp_config)
     setup_logging(verbose, settings)
     channel = CliChannel(stream=stream)
-    reply = anyio.run(_ask, settings, channel, Event("message", message, CLI, session_key=session, principal=OWNER))
-    rest = channel.finish(reply)
-    if rest is not None:
-        typer.echo(rest)
+    anyio.run(_ask, settings, channel, Event("message", message, CLI, session_key=session, principal=OWNER))
 
 
-async def _ask(settings: Settings, channel: CliChannel, event: Event) -> str | None:
+async def _ask(settings: Settings, channel: CliChannel, event: Event) -> None:
+    """The turn, its reply printed before the servers are closed: one still on its lazy start takes a while to."""
     async with open_agent(settings, lazy=True) as agent:
         gateway = Gateway(agent, {"cli": channel}, ask_timeout_s=settings.agent.ask_timeout_s)
-        return await gateway.process(event, deliver=False)
+        rest = channel.finish(await gateway.process(event, deliver=False))
+        if rest is not None:
+            typer.echo(rest)
 
 
 def register(app: typer.Typer) -> None:
