@@ -130,3 +130,20 @@ async def test_a_server_killed_mid_embedding_keeps_what_it_wrote_and_embeds_the_
     assert "order 79190" in found[0]["snippet"]
     (cache,) = (state / "vectors").glob("*.vec")
     assert cache.stat().st_size == HEADER.size + 600 * (KEY_BYTES + 4 * 8)  # every vector once, no torn record
+
+
+async def test_two_servers_sharing_a_state_write_each_vector_once(
+    backlog: Path, tmp_path: Path, gated: Embeddings
+) -> None:
+    state = tmp_path / "state"
+    async with server(backlog, state, gated) as first, server(backlog, state, gated) as second:
+        with anyio.fail_after(30):
+            while gated.waiting < 2:  # both embed the same first batch
+                await anyio.sleep(0.02)
+        gated.open()
+        done = [await embedded(first), await embedded(second)]
+        found = await search(second, "order 79190 locker", max_results=1)
+    assert [status["vectors"]["embedded"] for status in done] == [600, 600]
+    assert "order 79190" in found[0]["snippet"]
+    (cache,) = (state / "vectors").glob("*.vec")
+    assert cache.stat().st_size == HEADER.size + 600 * (KEY_BYTES + 4 * 8)  # appends took turns; none repeated
