@@ -17,6 +17,7 @@ import dataclasses
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -24,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import _memory_locomo as locomo
 import _memory_longmemeval as longmemeval
 
-from hermitcrab.servers.memory.embed import make_embedder
+from hermitcrab.servers.memory.embed import Embedder, make_embedder
 from hermitcrab.servers.memory.files import MemoryRoots
 from hermitcrab.servers.memory.index import MemoryIndex
 from hermitcrab.servers.memory.ranking import RankSettings
@@ -100,12 +101,18 @@ def _longmemeval_probe(question: longmemeval.Question) -> Probe:
 
 
 def open_index(case: Case, embedder_name: str, settings: RankSettings, cache: Path) -> MemoryIndex:
-    """The case's index, synced; its state (and vectors) cached under `cache`."""
+    """The case's index, synced; its state (and vectors) cached under `cache`. Indexes share one embedder of each
+    name: a model per index would be loaded again for each of hundreds of workspaces."""
     state = cache / case.bench / case.name / f"state-{embedder_name}"
     roots = MemoryRoots(case.workspace.resolve(), ())
-    index = MemoryIndex(roots, state, make_embedder(embedder_name), settings)
+    index = MemoryIndex(roots, state, _embedder(embedder_name), settings)
     index.sync()
     return index
+
+
+@cache
+def _embedder(name: str) -> Embedder | None:
+    return make_embedder(name, idle_s=3600)
 
 
 def _value(text: str) -> object:

@@ -1,8 +1,8 @@
 """Fit the memory server's re-scoring model on a training split, choose its regularisation on a validation split,
-and write it as data (`servers/memory/ranking/models/EMBEDDER.json`, with its provenance).
+and write it as data (`servers/memory/ranking/models/*.json`, with its provenance).
 
-    .venv/bin/python bench/_memory_train.py                  # the default embedder's model (use)
-    .venv/bin/python bench/_memory_train.py --embedder none  # no vectors (also any embedder without a model)
+    .venv/bin/python bench/_memory_train.py                  # hybrid.json, fitted with the default embedder (use)
+    .venv/bin/python bench/_memory_train.py --embedder none  # bm25.json, for an index without vectors
     .venv/bin/python bench/_memory_train.py --dry-run        # fit and report, write nothing
 
 Data: LongMemEval_S's 218 development questions (`dev40.json.gz` and `more.json.gz`), split by question type
@@ -41,7 +41,7 @@ from hermitcrab.servers.memory.ranking.fusion import fuse
 from hermitcrab.servers.memory.ranking.rescoring import FEATURES, LinearModel, features
 
 MODELS = Path(__file__).resolve().parents[1] / "servers" / "memory" / "ranking" / "models"
-PENALTIES = (1e-3, 1e-2, 1e-1, 1.0)
+PENALTIES = (0.01, 0.03, 0.1, 0.3)
 Query = tuple[np.ndarray, np.ndarray, float]  # feature rows, labels, weight in the fit
 Loaded = tuple[Case, MemoryIndex, list[Query]]
 
@@ -51,9 +51,10 @@ def load(case: Case, embedder: str) -> Loaded:
     queries: list[Query] = []
     for probe in case.probes:
         legs = index.legs(probe.text)
-        positions = list(fuse(legs.lists(), index.settings.place_k))
+        fused = fuse(legs.lists(), index.settings.place_k)
+        positions = list(fused)
         labels = np.array([probe.holds_evidence(index.chunk(p).text) for p in positions], dtype=float)
-        queries.append((features(positions, legs, index.table, index.settings), labels, 1.0))
+        queries.append((features(positions, fused, legs, index.table, index.settings), labels, 1.0))
     return case, index, queries
 
 
@@ -204,7 +205,7 @@ def main() -> None:
             "figures": report,
         },
     }
-    target = MODELS / f"{args.embedder}.json"
+    target = MODELS / ("bm25.json" if args.embedder == "none" else "hybrid.json")
     target.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {target}")
 

@@ -67,8 +67,8 @@ class MemoryIndex:
         self.state = state
         self.embedder = embedder
         self.settings = settings or RankSettings()
-        self.model = model_for(embedder.name if embedder is not None else None)  # re-scoring; a benchmark may swap it
-        self._model_without_vectors = model_for(None)  # while none is embedded yet
+        self.model = model_for(embedder is not None)  # re-scoring; a benchmark may swap it
+        self._model_without_vectors = model_for(False)  # while none is embedded yet
         state.mkdir(parents=True, exist_ok=True)
         self._lock = FileLock(str(state / "index.lock"), timeout=120)
         self.files: dict[str, FileRecord] = {}
@@ -312,8 +312,9 @@ class MemoryIndex:
         positions = list(fused)
         if not self.settings.rescore:
             return positions, np.array(list(fused.values()), dtype=np.float64)
-        model = self.model if legs.similarity is not None else self._model_without_vectors
-        return positions, model.probability(features(positions, legs, self.table, self.settings))
+        waiting = legs.similarity is None and self.embedder is not None  # no vector embedded yet
+        model = self._model_without_vectors if waiting else self.model
+        return positions, model.probability(features(positions, fused, legs, self.table, self.settings))
 
     def chunk(self, position: int) -> Chunk:
         rel, i = self._order[position]

@@ -2,9 +2,11 @@
 
 Fusion only sees ranks. Some evidence is plain in what it drops: how many of the query's rare words a chunk
 holds, or its neighbours hold; how close its meaning is to the best match, or its neighbour's is; whether the
-person the question names is the one speaking. Each feature says one thing (none is built from another), so each
-weight reads as "one standard deviation more of this is worth so much". The weights are data (`models/*.json`,
-one per embedder, with their provenance), fitted by `bench/_memory_train.py` on a training split and chosen on a
+person the question names is the one speaking. Each feature says one thing, so each weight reads as "one standard
+deviation more of this is worth so much". Similarities are measured in standard deviations of the query's cosines
+to every chunk, not in cosine: embedders spread their cosines differently (e5's lie within a few hundredths,
+`use`'s over tenths), and so one model serves any embedder. The weights are data (`models/hybrid.json`
+and, for an index without vectors, `models/bm25.json`, each with its provenance), fitted by `bench/_memory_train.py` on a training split and chosen on a
 validation split; a logistic curve turns the score into a calibrated probability that the chunk holds what the
 query asks for. Dated daily logs then lose a little of it with age (`decay`).
 """
@@ -26,10 +28,10 @@ from .settings import RankSettings
 from .table import ChunkTable, Matrix
 
 FEATURES = (
-    "text",  # place in the BM25 leg, as k / (k + rank); 0 when absent
-    "dated_text",  # place in the BM25 leg over the days the query names; 0 when absent or none is named
-    "similarity",  # cosine to the query minus the best cosine of any chunk
-    "neighbour_similarity",  # the better cosine of the chunks just before and after, minus the best
+    "fused",  # the legs' reciprocal-rank fusion: 1 for a first place in every leg, 0 when in none
+    "dated_text",  # place in the BM25 leg over the days the query names, as k / (k + rank); 0 when absent
+    "similarity",  # cosine to the query less the best cosine of any chunk, in standard deviations of all cosines
+    "neighbour_similarity",  # the better of the chunks just before and after, likewise
     "coverage",  # share of the query's term weight (IDF) found in the chunk
     "near_coverage",  # share found only in the chunks around it (`near_span` on each side)
     "length",  # log of the characters of the unit (line, paragraph) the chunk is, or is a piece of
@@ -74,11 +76,9 @@ class LinearModel:
         )
 
 
-def model_for(embedder: str | None) -> LinearModel:
-    """The model fitted for `embedder` (None: no vectors); an embedder with no model of its own (an
-    OpenAI-compatible endpoint) gets the one for no vectors, its vectors counting through the legs."""
-    fitted = embedder and (resources.files(__package__) / "models" / f"{embedder}.json").is_file()
-    return _model(embedder if fitted else "none")
+def model_for(vectors: bool) -> LinearModel:
+    """The model for an index with vectors (any embedder: fitted with `use`'s), or for one without."""
+    return _model("hybrid" if vectors else "bm25")
 
 
 @cache
@@ -87,11 +87,15 @@ def _model(name: str) -> LinearModel:
     return LinearModel.from_json(json.loads(text))
 
 
-def features(candidates: Sequence[int], legs: Legs, table: ChunkTable, settings: RankSettings) -> Matrix:
-    """One row of FEATURES per candidate position; without vectors the similarity features are 0."""
+def features(
+    candidates: Sequence[int], fused: Mapping[int, float], legs: Legs, table: ChunkTable, settings: RankSettings
+) -> Matrix:
+    """One row of FEATURES per candidate position (`fused`: their fusion scores); without vectors the similarity
+    features are 0."""
     at = np.asarray(candidates, dtype=np.intp)
     similarity = legs.similarity if legs.similarity is not None else np.zeros(len(table.files), np.float32)
-    relative = (similarity - (similarity.max() if len(similarity) else 0.0)).astype(np.float64)
+    spread = float(similarity.std()) if len(similarity) else 0.0
+    relative = (similarity - (similarity.max() if len(similarity) else 0.0)).astype(np.float64) / (spread or 1.0)
     before, has_before = table.neighbour(at, -1)
     after, has_after = table.neighbour(at, 1)
     around = np.stack([np.where(has_before, relative[before], -np.inf), np.where(has_after, relative[after], -np.inf)])
@@ -109,7 +113,7 @@ def features(candidates: Sequence[int], legs: Legs, table: ChunkTable, settings:
         near_coverage += weight * (near & ~held[at])
     k = settings.place_k
     columns = (
-        _places(legs.text, candidates, k),
+        [fused.get(p, 0.0) for p in candidates],
         _places(legs.dated_text, candidates, k),
         relative[at],
         np.where(np.isfinite(best_around), best_around, 0.0),

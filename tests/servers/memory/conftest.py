@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,15 @@ from hermitcrab.servers.memory.embed import Embedder, make_embedder
 from hermitcrab.servers.memory.server import build_server
 
 MemoryServer = Callable[..., MCPServer]
+
+
+@pytest.fixture(autouse=True)
+def private_umask() -> Iterator[None]:
+    """Files the tests write are private, as a real workspace's are, whatever the umask of the shell that runs
+    them (else the server makes them private and says so on stderr, which several tests expect to be empty)."""
+    before = os.umask(0o077)
+    yield
+    os.umask(before)
 
 
 @pytest.fixture

@@ -277,21 +277,21 @@ def test_features_measure_each_candidate_against_the_query():
         term_weights={"green": 3.0, "tea": 1.0},
         named=frozenset({"alice"}),
     )
-    rows = features([1, 2], legs, table, RankSettings())
+    rows = features([1, 2], {1: 0.8, 2: 0.3}, legs, table, RankSettings())
     alice, bob = (dict(zip(FEATURES, row, strict=True)) for row in rows)
-    assert alice["text"] == 1.0 and bob["text"] == 0.0 and alice["dated_text"] == 0.0
-    assert alice["similarity"] == pytest.approx(-0.2) and bob["similarity"] == 0.0
+    assert alice["fused"] == 0.8 and bob["fused"] == 0.3 and alice["dated_text"] == 0.0
+    spread = float(np.std(np.array([0.2, 0.5, 0.7, 0.1], dtype=np.float32)))
+    assert alice["similarity"] == pytest.approx(-0.2 / spread) and bob["similarity"] == 0.0
     assert alice["neighbour_similarity"] == 0.0  # its neighbour (bob, position 2) is the best match
     assert alice["coverage"] == 1.0 and bob["coverage"] == 0.0
     assert bob["near_coverage"] == 1.0  # green and tea are on the line before (position 3 is another file)
     assert alice["near_coverage"] == 0.0  # what its neighbours hold, it holds itself
     assert alice["speaker"] == 1.0 and bob["speaker"] == 0.0
     assert alice["length"] == pytest.approx(math.log(31))
-    assert model_for("openai") is model_for(None) is model_for("none")
-    chances = model_for("use").probability(rows)
+    chances = model_for(True).probability(rows)
     assert chances.shape == (2,) and all(0 < chance < 1 for chance in chances)
     without_vectors = dict(
-        zip(FEATURES, features([1], dataclasses.replace(legs, similarity=None), table, RankSettings())[0], strict=True)
+        zip(FEATURES, features([1], {1: 0.8}, dataclasses.replace(legs, similarity=None), table, RankSettings())[0], strict=True)
     )
     assert without_vectors["similarity"] == without_vectors["neighbour_similarity"] == 0.0
     assert without_vectors["coverage"] == 1.0
