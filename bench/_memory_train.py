@@ -169,8 +169,8 @@ def main() -> None:
     trained = evaluate(train, model)
     lines = {"train": lines_baseline(train), "validation": lines_baseline(validation)}
     report = {
-        split: {**{bench: figures(found) for bench, found in by_bench.items()}, "longmemeval-lines": figures(lines[split])}
-        for split, by_bench in (("train", trained), ("validation", held_out))
+        split: {**{name: figures(rows) for name, rows in found.items()}, "longmemeval-lines": figures(lines[split])}
+        for split, found in (("train", trained), ("validation", held_out))
     }
     for split, entries in report.items():
         for name, entry in entries.items():

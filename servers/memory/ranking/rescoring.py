@@ -1,14 +1,14 @@
 """The third stage: every candidate scored again, by a small linear model over a few standardised features.
 
-Fusion only sees ranks. Some evidence is plain in what it drops: how many of the query's rare words a chunk
-holds, or its neighbours hold; how close its meaning is to the best match, or its neighbour's is; whether the
-person the question names is the one speaking. Each feature says one thing, so each weight reads as "one standard
-deviation more of this is worth so much". Similarities are measured in standard deviations of the query's cosines
-to every chunk, not in cosine: embedders spread their cosines differently (e5's lie within a few hundredths,
-`use`'s over tenths), and so one model serves any embedder. The weights are data (`models/hybrid.json`
-and, for an index without vectors, `models/bm25.json`, each with its provenance), fitted by `bench/_memory_train.py` on a training split and chosen on a
-validation split; a logistic curve turns the score into a calibrated probability that the chunk holds what the
-query asks for. Dated daily logs then lose a little of it with age (`decay`).
+Fusion only sees ranks. Some evidence is plain in what it drops: how many of the query's rare words a chunk holds,
+or its neighbours hold; how close its meaning is to the best match, or its neighbour's is; whether the person the
+question names is the one speaking. Each feature says one thing, so each weight reads as "one standard deviation
+more of this is worth so much". Similarities are measured in standard deviations of the query's cosines to every
+chunk, not in cosine: embedders spread their cosines differently (e5's lie within a few hundredths, `use`'s over
+tenths), and so one model serves any embedder. The weights are data (`models/hybrid.json` and, for an index without
+vectors, `models/bm25.json`, each with its provenance), fitted by `bench/_memory_train.py` on a training split and
+chosen on a validation split; a logistic curve turns the score into a calibrated probability that the chunk holds
+what the query asks for. Dated daily logs then lose a little of it with age (`decay`).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ holds, who wrote it (in a chat log), how long its unit is and which file it is i
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -11,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 Matrix = npt.NDArray[np.float64]
+SPEAKER_LINES = 3  # a name starting fewer of a file's chunks is a label ("- Coffee: oat flat white"), not a speaker
 
 _SPEAKER = re.compile(
     r"^\s*(?:[-*+]\s+|\d{1,3}[.)]\s+)?(?:>\s*)?(?:\[[^\]\n]{1,24}\]\s*)?"  # a bullet, a quote, a [time]
@@ -31,7 +33,7 @@ class ChunkTable:
     """Per-chunk facts by position in the index's chunk order."""
 
     postings: Mapping[str, npt.NDArray[np.intp]]  # index term -> the positions whose text holds it
-    speakers: Sequence[str | None]
+    speakers: Sequence[str | None]  # who wrote each chunk, when its file is a chat log that name speaks in
     log_lengths: Matrix
     files: npt.NDArray[np.intp]  # which file each position belongs to: neighbours are positions of the same file
     names: Speakers  # every speaker seen
@@ -48,6 +50,9 @@ class ChunkTable:
         for position, held in enumerate(terms):
             for term in held:
                 postings.setdefault(term, []).append(position)
+        pairs = list(zip(files, speakers, strict=True))
+        lines = Counter(pairs)
+        speakers = [name if lines[pair] >= SPEAKER_LINES else None for pair, name in zip(pairs, speakers, strict=True)]
         return cls(
             postings={term: np.array(found, dtype=np.intp) for term, found in postings.items()},
             speakers=speakers,
