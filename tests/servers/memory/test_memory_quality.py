@@ -16,12 +16,15 @@ Measured over stdio (hit@6 / all@6; one question is 0.033): `--search text`, `--
 | 5901115 (issue 31's model), at the start  | 0.733/0.700  | 0.533/0.467 | 0.800/0.733 | 0.600/0.533 | 0.667/0.600   |
 | 2eaaaa0 to daab6f4 (placeholder model)    | 0.667/0.567  | 0.533/0.467 | 0.800/0.733 | 0.633/0.533 | 0.667/0.633   |
 | c75c603 (issue 32's fitted model)         | 0.733/0.667  | 0.533/0.467 | 0.800/0.733 | 0.600/0.533 | 0.667/0.633   |
-| its refit with speakers only where a name starts 3 chunks of its file, at end | 0.800/0.733 | 0.533/0.467 | 0.800/0.733 | 0.633/0.567 | 0.667/0.633 |
+| 8862e51 (its refit, speakers*), at end    | 0.800/0.733  | 0.533/0.467 | 0.800/0.733 | 0.633/0.567 | 0.667/0.633   |
 
-The floors are one question under the fitted model's figures: they pass it and fail text only, no embedder, no
-re-scoring, the placeholder model and the model before the speaker rule (each by hit@6). Vectors alone score higher than hybrid on these notes, so
-that variant cannot be caught. The answers do not depend on the day the test runs: the logs are dated 2025, where
-the time decay has all but levelled off. Each run takes 5-10 s (the index command embeds 313 chunks, then 30 searches).
+*A name counts as a speaker only in a file where it starts at least 3 chunks.
+
+The floors are one question under the fitted model's figures: they pass it and fail text only, no embedder, no re-
+scoring, the placeholder model and the model before the speaker rule (each by hit@6). Vectors alone score higher
+than hybrid on these notes, so that variant cannot be caught. The answers do not depend on the day the test runs:
+the logs are dated 2025, where the time decay has all but levelled off. Each run takes 5-10 s (the index command
+embeds 313 chunks, then 30 searches).
 """
 
 from __future__ import annotations
