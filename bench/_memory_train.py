@@ -61,9 +61,7 @@ def load(case: Case, embedder: str) -> Loaded:
 def balanced(loaded: list[Loaded]) -> list[Query]:
     """Every question of `loaded`, weighted so that each benchmark has half the fit."""
     counts = {bench: sum(len(qs) for case, _, qs in loaded if case.bench == bench) for bench in BENCHES}
-    return [
-        (rows, labels, 0.5 / counts[case.bench]) for case, _, queries in loaded for rows, labels, _ in queries
-    ]
+    return [(rows, labels, 0.5 / counts[case.bench]) for case, _, queries in loaded for rows, labels, _ in queries]
 
 
 def fit(queries: list[Query], penalty: float, steps: int = 400, rate: float = 0.05) -> LinearModel:
