@@ -31,7 +31,8 @@ class Pace:
 
 
 class Backfill:
-    """Syncs (`sync`) and embeds what `work` returns, on one daemon thread, whenever `wake` is called."""
+    """Syncs (`sync`) and embeds what `work` returns, on one daemon thread, whenever `wake` is called, from the
+    first server session's `start` to the last one's `stop`."""
 
     def __init__(
         self, sync: Callable[[], object], work: Callable[[], Work | None], progress: ProgressFactory | None = None
@@ -40,26 +41,39 @@ class Backfill:
         self._work = work
         self._progress = progress
         self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="memory-backfill", daemon=True)
+        self._sessions = 0  # the server's sessions running now: the thread runs while there is one
+        self._sessions_lock = threading.Lock()
+        self._stop = threading.Event()  # the running thread's own: one left behind by `stop` never sees it cleared
+        self._thread: threading.Thread | None = None
         self._round: _Round | None = None  # the one running
         self._last_rate: float | None = None
         self._error: str | None = None
 
     def start(self) -> None:
-        """Start the thread with a first round: the first full sync, then its embedding."""
-        self._wake.set()
-        self._thread.start()
+        """A server session began (each in-process client's is one): start the thread with a first round, the first
+        full sync then its embedding, unless another session has it running already."""
+        with self._sessions_lock:
+            self._sessions += 1
+            self._wake.set()
+            if self._sessions == 1:
+                self._stop = stop = threading.Event()
+                self._thread = threading.Thread(target=self._run, args=(stop,), name="memory-backfill", daemon=True)
+                self._thread.start()
 
     def wake(self) -> None:
         self._wake.set()
 
     def stop(self) -> None:
-        """Stop after the batch in hand (waiting for it 10 s at most: the file's records survive being cut short)."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
+        """A server session ended: when it was the last, stop after the batch in hand (waiting for it 10 s at most:
+        the file's records survive being cut short)."""
+        with self._sessions_lock:
+            self._sessions -= 1
+            if self._sessions > 0 or self._thread is None:
+                return
+            thread, self._thread = self._thread, None
+            self._stop.set()
+            self._wake.set()
+        thread.join(timeout=10)
 
     @property
     def pace(self) -> Pace:
@@ -67,10 +81,10 @@ class Backfill:
         rate = running.rate if running is not None and running.rate is not None else self._last_rate
         return Pace(embedding=running is not None, per_second=rate, error=self._error)
 
-    def _run(self) -> None:
+    def _run(self, stop: threading.Event) -> None:
         while True:
             self._wake.wait()
-            if self._stop.is_set():
+            if stop.is_set():
                 return
             self._wake.clear()
             try:

@@ -19,6 +19,9 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from hermitcrab.servers.memory.embed import make_embedder
+from hermitcrab.servers.memory.ranking.settings import RankSettings
+from hermitcrab.servers.memory.server import build_server
 from hermitcrab.servers.memory.vectors import HEADER, KEY_BYTES
 from tests.support.embeddings import Embeddings, embedded
 from tests.support.processes import pid_serving
@@ -147,3 +150,31 @@ async def test_two_servers_sharing_a_state_write_each_vector_once(
     assert "order 79190" in found[0]["snippet"]
     (cache,) = (state / "vectors").glob("*.vec")
     assert cache.stat().st_size == HEADER.size + 600 * (KEY_BYTES + 4 * 8)  # appends took turns; none repeated
+
+
+async def _found_by_vector(client: Client, note: str) -> None:
+    """Polls a vector-only search until `note` is among its results (fails the test after a minute)."""
+    with anyio.fail_after(60):
+        while not any(note in hit["snippet"] for hit in await search(client, note)):
+            await anyio.sleep(0.05)
+
+
+async def test_successive_in_process_clients_of_one_built_server_each_get_the_vectors_embedded(
+    backlog: Path, tmp_path: Path
+) -> None:
+    endpoint = Embeddings()
+    vector_only = RankSettings(legs="vector", rescore=False)
+    memory = build_server(backlog, tmp_path / "state", make_embedder(endpoint.spec), settings=vector_only, watch=False)
+    notes = {
+        "memory/2025-05-01.md": "The violet umbrella is in the hall cupboard.",
+        "memory/2025-05-02.md": "The spare key hangs behind the boiler.",
+    }  # each alone: embedded as it is
+    try:
+        for path, note in notes.items():  # each client's session starts the embedding again: the last one stopped it
+            async with Client(memory) as client:
+                await call(client, "memory_append", text=note, path=path)
+                await _found_by_vector(client, note)
+                done = await embedded(client)
+    finally:
+        endpoint.close()
+    assert done["vectors"]["embedded"] == done["vectors"]["total"] == 602
