@@ -278,9 +278,13 @@ def numbered(choices: Sequence[str]) -> list[str]:
 
 
 def chosen(choices: Sequence[str], answer: str | None) -> str | None:
-    """The choice a typed number names (as `numbered` showed them); any other answer as typed."""
+    """The choice a typed number names (as `numbered` showed them); any other answer as typed. An answer that is
+    a choice itself is that choice, even when it is also another's number (choices "5", "3", "1" and `1`), and only
+    decimal digits make a number (`"²".isdigit()` holds, but `int("²")` fails)."""
     typed = (answer or "").strip()
-    return choices[int(typed) - 1] if typed.isdigit() and 1 <= int(typed) <= len(choices) else answer
+    if typed in choices:
+        return typed
+    return choices[int(typed) - 1] if typed.isdecimal() and 1 <= int(typed) <= len(choices) else answer
 
 
 class Keyboard:

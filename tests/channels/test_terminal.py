@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from hermitcrab.channels.terminal import TERMINAL, TerminalChannel, hard_breaks
+from hermitcrab.channels.terminal import TERMINAL, TerminalChannel, chosen, hard_breaks
 from hermitcrab.host.config import ServerConfig
 from hermitcrab.host.events import MessageDone, TextDelta, ToolFinished, ToolStarted, TurnDone
 from hermitcrab.host.mcp.elicitation import current_asker
@@ -137,3 +137,17 @@ async def test_output_that_is_no_terminal_gets_tool_lines_and_the_rendered_reply
 
     lines = [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore[attr-defined]
     assert lines == ['  ↳ read {"path": "a.txt"}', "  ✓ read (1.5 s)", "It says hi.", "", "(a notice)"]
+
+
+def test_an_answer_that_is_a_choice_is_that_choice_before_it_is_a_number():
+    choices = ["5", "3", "1"]
+
+    assert [chosen(choices, typed) for typed in ("1", " 3 ", "2")] == ["1", "3", "3"]
+
+
+def test_only_decimal_digits_make_a_number_and_other_answers_stay_as_typed():
+    choices = ["red", "blue"]
+    expected = {"²": "²", "2": "blue", "3": "3", "0": "0", "green": "green"}
+
+    assert {typed: chosen(choices, typed) for typed in expected} == expected
+    assert chosen(choices, None) is None
