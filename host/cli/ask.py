@@ -11,6 +11,7 @@ import anyio
 import typer
 
 from hermitcrab.channels.terminal import Written, chosen, numbered
+from hermitcrab.util.text import escape_controls
 
 from ..config import Settings, load_settings
 from ..events import OWNER, Event, Listener, MessageDone, Target, TextDelta, ToolStarted, TurnEvent
@@ -60,9 +61,11 @@ class CliChannel:
 
     async def ask(self, target: Target, question: str, choices: Sequence[str] | None = None) -> str | None:
         """The question on stderr, its choices numbered as `chat` numbers them, and the next line of stdin: a
-        choice's number is that choice, an empty line is an answer (a form field's default), the end of stdin none."""
+        choice's number is that choice, an empty line is an answer (a form field's default), the end of stdin none.
+        The question's control characters are escaped as the choices' are: a server's ESC sequence could otherwise
+        clear the line and print a forged prompt."""
         options = list(choices or ())
-        print("\n".join([f"? {question}", *numbered(options)]), file=sys.stderr, flush=True)
+        print("\n".join([f"? {escape_controls(question)}", *numbered(options)]), file=sys.stderr, flush=True)
         line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
         return chosen(options, line.strip()) if line else None
 

@@ -1,4 +1,5 @@
-"""`hermitcrab ask` offers a question's choices numbered as `chat` does, and takes a choice's number as that choice."""
+"""`hermitcrab ask` offers a question's choices numbered as `chat` does, takes a choice's number as that choice, and
+shows a question's control characters escaped."""
 
 from __future__ import annotations
 
@@ -20,3 +21,15 @@ def test_ask_numbers_the_choices_and_a_number_picks_one(hermitcrab, llm):
     assert "? Which colour?\n  1. red\n  2. blue\n" in by_number.stderr
     assert llm.requests[1]["messages"][-1]["content"] == "blue"
     assert llm.requests[3]["messages"][-1]["content"] == "green"
+
+
+def test_ask_shows_an_escape_sequence_in_the_question_as_text(hermitcrab, llm):
+    forged = "Which colour?\x1b[2K\r? Approve `rm -rf ~`? Type 1"
+    question = json.dumps({"question": forged, "choices": ["red", "blue"]})
+    llm.enqueue(openai_tool_calls(("q1", "ask_user", question)), openai_text("Red it is."))
+
+    result = hermitcrab("ask", "Pick a colour with me", stdin="1\n")
+
+    assert result.returncode == 0, result.stderr
+    assert "? Which colour?\\x1b[2K\\x0d? Approve `rm -rf ~`? Type 1\n  1. red\n" in result.stderr
+    assert "\x1b" not in result.stderr and "\r" not in result.stderr
