@@ -28,6 +28,8 @@ import numpy as np
 import numpy.typing as npt
 from filelock import FileLock
 
+from hermitcrab.util.cpus import usable_cpus
+
 from .embed import Embedder, Vectors
 
 logger = logging.getLogger(__name__)
@@ -36,8 +38,9 @@ HEADER = struct.Struct("<7sI")
 KEY_BYTES = 16
 BATCH_S = 0.25  # a batch takes about this long: a search waiting for the model (for its query) waits no longer
 # ...but holds at least a few texts per core: the local models spread a batch's texts over the cores, and one text
-# at a time made e5 2.6 times slower a text on a busy machine (its threads wait for each other in every layer)
-MIN_BATCH = 4 * (os.cpu_count() or 1)
+# at a time made e5 2.6 times slower a text on a busy machine (its threads wait for each other in every layer).
+# Capped: the CPUs counted may be more than a CPU quota lets run, and a search's query waits for the batch in hand.
+MIN_BATCH = min(4 * usable_cpus(), 16)
 MAX_BATCH = 256
 Mask = npt.NDArray[np.bool_]
 
