@@ -209,11 +209,14 @@ class MemoryIndex:
 
     def unembedded(self) -> list[tuple[str, str]]:
         """The `(key, text)` pairs of chunks whose vectors are not cached yet, those of the files changed last
-        first: a note just appended gets its vector before an old import's backlog."""
+        first and within a file its last chunks first: a note just appended, to a new file or behind an old import
+        in the same one, gets its vector before that import's backlog."""
         if self.vectors is None:
             return []
         newest = sorted(self.files.values(), key=lambda record: -record.stat.mtime_ns)
-        return self.vectors.missing([item for r in newest for item in zip(r.keys, r.embed_texts, strict=True)])
+        return self.vectors.missing(
+            [item for r in newest for item in reversed(list(zip(r.keys, r.embed_texts, strict=True)))]
+        )
 
     def _reorder(self) -> None:
         self._order = [(rel, i) for rel in sorted(self.files) for i in range(len(self.files[rel].chunks))]
