@@ -126,6 +126,13 @@ class ServerHandle:
         """Whether the pool may go on before this server has started: its tools are known from the last run."""
         return self._cached is not None
 
+    def missed_start(self, within_s: float) -> None:
+        """The pool's start deadline passed before the first start was tried: say so, and stop offering the last
+        run's tools (a call to one would only fail) until the server answers with its own."""
+        if self._cached is not None and not self.attempted.is_set():
+            self._cached = None
+            self.last_error = f"did not start within {within_s:g} s"
+
     @property
     def unavailable(self) -> str:
         """The tool error for a call this server cannot take now."""
@@ -390,8 +397,8 @@ class McpPool:
     ) -> None:
         """`oauth_logins` is the folder of stored OAuth logins (`Settings.oauth_logins`), for servers with
         `"auth": "oauth"`. With a `tool_cache`, entering the pool waits only for the servers it has no tool list
-        of from the last run; the others go on starting behind it, offering that list until they answer, and a call
-        to one waits for its start (`call`)."""
+        of from the last run; the others go on starting behind it, offering that list until they answer or the start
+        timeout passes, and a call to one waits for its start (`call`)."""
         self.observers: list[Observer] = []
         """Told `(server, tool, session)` after each call and `(server, None, None)` at each of a server's events:
         a view kept from a server's answers (`subagents.py`) knows from them when it may be out of date."""
@@ -402,6 +409,7 @@ class McpPool:
         }
         self._startup_timeout_s = startup_timeout_s
         self._started_by = math.inf
+        self._late: dict[str, str] = {}  # tools offered from the cache of a server that missed its start: its name
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> McpPool:
@@ -410,11 +418,26 @@ class McpPool:
         for handle in self.handles.values():
             group.start_soon(handle.supervise)
         self._started_by = anyio.current_time() + self._startup_timeout_s
+        if any(handle.from_cache for handle in self.handles.values()):
+            group.start_soon(self._end_lazy_starts)
         with anyio.CancelScope(deadline=self._started_by):
             for handle in self.handles.values():
                 if not handle.from_cache:
                     await handle.attempted.wait()
         return self
+
+    async def _end_lazy_starts(self) -> None:
+        await anyio.sleep_until(self._started_by)
+        for handle in self.handles.values():
+            self._missed_start(handle)
+
+    def _missed_start(self, handle: ServerHandle) -> None:
+        """Past the start deadline, a server offering its cached tools without having started stops offering them;
+        the names it offered are kept, so a call to one made from the list offered before gets the reason."""
+        if handle.from_cache and not handle.attempted.is_set():
+            offered = {name for name, route in self.routes().items() if route.server == handle.config.name}
+            self._late.update(dict.fromkeys(offered, handle.config.name))
+            handle.missed_start(self._startup_timeout_s)
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self._stack.aclose()
@@ -454,10 +477,14 @@ class McpPool:
             handle = self.handles[route.server]
             with anyio.CancelScope(deadline=self._started_by):
                 await handle.attempted.wait()
+            self._missed_start(handle)
             if not handle.ready:
                 return ToolOutcome(handle.unavailable, True)
             route = self.routes().get(name)  # the server's own list, which may lack a tool the cached one had
         if route is None:
+            late = self.handles[self._late[name]] if name in self._late else None
+            if late is not None and not late.ready:
+                return ToolOutcome(late.unavailable, True)
             return ToolOutcome(f"unknown tool {name!r}; available: {', '.join(sorted(self.routes())) or 'none'}", True)
         try:
             return await self.handles[route.server].call(route.tool, arguments, session, caller)

@@ -129,6 +129,28 @@ async def test_a_changed_entry_is_not_served_the_old_list_but_waited_for(tmp_pat
     assert waited == {} and state == "starting"
 
 
+async def test_a_cached_server_that_has_not_started_by_the_deadline_stops_offering_its_tools_and_says_why(
+    tmp_path: Path,
+):
+    gate, path = tmp_path / "gate", tmp_path / "mcp_tools.json"
+    gate.touch()
+    async with McpPool([slow(gate)], tool_cache=ToolCache(path)):
+        pass  # its list, kept for the next run
+    gate.unlink()
+
+    async with McpPool([slow(gate)], tool_cache=ToolCache(path), startup_timeout_s=0.5) as pool:
+        offered = set(pool.routes())
+        waited = await pool.call("echo", {"text": "hello"})  # waits for the start until the deadline
+        after = set(pool.routes())
+        late = await pool.call("add", {"a": 1, "b": 2})  # offered before the deadline, called after it
+        state = pool.handles["slow"].state
+
+    reason = "the slow server is not available: did not start within 0.5 s"
+    assert {"echo", "add"} <= offered and after == set()
+    assert (waited.is_error, waited.text) == (late.is_error, late.text) == (True, reason)
+    assert state == "down, restarting: did not start within 0.5 s"
+
+
 def test_the_digest_follows_the_entry_and_env_names_but_not_env_values(tmp_path: Path):
     base = slow(tmp_path / "gate", env={"TOKEN": "one"})
 
