@@ -50,14 +50,15 @@ class ContextKeeper:
 
     def __post_init__(self) -> None:
         self.budget = Budget.of(self.settings)
-        self._fixed_chars = len(self.system) + sum(map(spec_chars, self.toolbox.specs()))
 
     def tokens(self, messages: Sequence[Message]) -> int:
-        """The context's size: the provider's last count plus what came since, or else an estimate of it all."""
+        """The context's size: the provider's last count plus what came since, or else an estimate of it all (with
+        the tool specs the toolbox has now: a server's own list replaces its cached one mid-turn on a lazy start)."""
         counted = self.session.transcript.view().context_tokens()
         if counted is not None:
             return counted
-        return (self._fixed_chars + sum(map(message_chars, messages))) // CHARS_PER_TOKEN
+        fixed = len(self.system) + sum(map(spec_chars, self.toolbox.specs()))
+        return (fixed + sum(map(message_chars, messages))) // CHARS_PER_TOKEN
 
     async def prepare(self, messages: list[Message]) -> list[Message]:
         """Before a model call: flush once near the limit, compact past it; the messages to send."""
