@@ -19,7 +19,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from .legs import Legs
 from .settings import RankSettings
 from .table import ChunkTable, Matrix
 
+MODELS = Path(__file__).parent / "models"  # package data, next to this module
 FEATURES = (
     "fused",  # the legs' reciprocal-rank fusion: 1 for a first place in every leg, 0 when in none
     "dated_text",  # place in the BM25 leg over the days the query names, as k / (k + rank); 0 when absent
@@ -60,19 +62,18 @@ class LinearModel:
         return 1.0 / (1.0 + np.exp(-(raw + self.behind * gap + self.bias)))
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> LinearModel:
-        features = data["features"]
-        assert isinstance(features, dict)
+    def from_json(cls, data: Mapping[str, Any]) -> LinearModel:
+        """The model in `models/*.json`'s shape: per feature its weight, mean and scale; a bias; `behind`."""
+        features: Mapping[str, Mapping[str, float]] = data["features"]
         unknown = set(features) - set(FEATURES)
         if unknown:
             raise ValueError(f"the model names features this version does not have: {sorted(unknown)}")
-        column = {name: {key: float(value) for key, value in entry.items()} for name, entry in features.items()}
         return cls(
-            weights={name: entry["weight"] for name, entry in column.items()},
-            mean={name: entry["mean"] for name, entry in column.items()},
-            scale={name: entry["scale"] for name, entry in column.items()},
-            bias=float(data["bias"]),  # pyright: ignore[reportArgumentType]  # checked by float()
-            behind=float(data["behind"]),  # pyright: ignore[reportArgumentType]
+            weights={name: float(entry["weight"]) for name, entry in features.items()},
+            mean={name: float(entry["mean"]) for name, entry in features.items()},
+            scale={name: float(entry["scale"]) for name, entry in features.items()},
+            bias=float(data["bias"]),
+            behind=float(data["behind"]),
         )
 
 
@@ -83,7 +84,7 @@ def model_for(vectors: bool) -> LinearModel:
 
 @cache
 def _model(name: str) -> LinearModel:
-    text = (resources.files(__package__) / "models" / f"{name}.json").read_text(encoding="utf-8")
+    text = (MODELS / f"{name}.json").read_text(encoding="utf-8")
     return LinearModel.from_json(json.loads(text))
 
 
