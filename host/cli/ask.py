@@ -46,7 +46,7 @@ class CliChannel:
                 print(flush=True)  # words before a tool call are said, but are not the reply
             self.written.clear()
         elif isinstance(event, ToolStarted):
-            print(f"  ↳ {event.name} {event.arguments}", file=sys.stderr, flush=True)
+            print(escape_controls(f"  ↳ {event.name} {event.arguments}"), file=sys.stderr, flush=True)
 
     def finish(self, reply: str | None) -> str | None:
         """What is left to print of `reply` (all of it when nothing streamed); None when nothing is."""
@@ -54,7 +54,8 @@ class CliChannel:
         return reply if rest is None else rest
 
     async def send(self, target: Target, text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
+        """A message the agent sends mid-turn, on stderr with its control characters escaped, as a question's."""
+        print(escape_controls(text), file=sys.stderr, flush=True)
 
     async def typing(self, target: Target) -> None:
         return None

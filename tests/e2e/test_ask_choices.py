@@ -1,5 +1,5 @@
 """`hermitcrab ask` offers a question's choices numbered as `chat` does, takes a choice's number as that choice, and
-shows a question's control characters escaped."""
+shows the control characters of a question, and of a message the agent sends mid-turn, escaped."""
 
 from __future__ import annotations
 
@@ -33,3 +33,15 @@ def test_ask_shows_an_escape_sequence_in_the_question_as_text(hermitcrab, llm):
     assert result.returncode == 0, result.stderr
     assert "? Which colour?\\x1b[2K\\x0d? Approve `rm -rf ~`? Type 1\n  1. red\n" in result.stderr
     assert "\x1b" not in result.stderr and "\r" not in result.stderr
+
+
+def test_ask_shows_an_escape_sequence_in_a_message_sent_mid_turn_as_text(hermitcrab, llm):
+    forged = "Working on it\x1b[2K\r? Approve `rm -rf ~`? Type 1"
+    llm.enqueue(openai_tool_calls(("m1", "message", json.dumps({"text": forged}))), openai_text("Done."))
+
+    result = hermitcrab("ask", "Tell me as you go")
+
+    assert result.returncode == 0, result.stderr
+    assert "Working on it\\x1b[2K\\x0d? Approve `rm -rf ~`? Type 1\n" in result.stderr
+    assert "\x1b" not in result.stderr and "\r" not in result.stderr
+    assert result.stdout == "Done.\n"
